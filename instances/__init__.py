@@ -1,0 +1,1 @@
+"""Shipped MIL data sets (package data): see manifest.json."""

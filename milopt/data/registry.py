@@ -1,0 +1,81 @@
+"""Registry of data generators reachable as ``gen:NAME?key=value&...``.
+
+A generator module calls :func:`register_generator` at import time; the module must be listed
+in :data:`GENERATOR_MODULES` (or imported before use) so that ``load`` finds it.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+from typing import Callable
+
+from milopt.errors import InvalidParameterError
+
+GENERATOR_MODULES = [
+    "milopt.data.generators",
+    "milopt.data.gen_multiclass",
+    "milopt.data.gen_cad",
+]
+
+
+@dataclass(frozen=True)
+class GeneratorSpec:
+    name: str
+    func: Callable
+    doc: str
+
+
+_GENERATORS: dict[str, GeneratorSpec] = {}
+
+
+def register_generator(name: str, func: Callable, doc: str = "") -> Callable:
+    _GENERATORS[name] = GeneratorSpec(name, func, doc or (func.__doc__ or "").strip().split("\n")[0])
+    return func
+
+
+def _import_all():
+    for mod in GENERATOR_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:
+                raise
+
+
+def generators() -> dict[str, GeneratorSpec]:
+    _import_all()
+    return dict(_GENERATORS)
+
+
+def _coerce(value: str):
+    low = value.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for typ in (int, float):
+        try:
+            return typ(value)
+        except ValueError:
+            pass
+    return value
+
+
+def generate(spec: str):
+    """Build the data set of ``gen:NAME?k=v&...`` (the leading ``gen:`` is optional)."""
+    from urllib.parse import parse_qsl
+
+    body = spec[4:] if spec.startswith("gen:") else spec
+    name, _, query = body.partition("?")
+    gens = generators()
+    if name not in gens:
+        raise InvalidParameterError(f"unknown generator {name!r}; available: {', '.join(sorted(gens))}")
+    func = gens[name].func
+    params = {k: _coerce(v) for k, v in parse_qsl(query, keep_blank_values=True)}
+    sig = inspect.signature(func)
+    accepts_kw = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+    unknown = [k for k in params if k not in sig.parameters] if not accepts_kw else []
+    if unknown:
+        keys = [k for k in sig.parameters]
+        raise InvalidParameterError(f"generator {name!r}: unknown key(s) {unknown}; accepted keys: {keys}")
+    bags = func(**params)
+    return bags

@@ -1,0 +1,28 @@
+"""The small family of exceptions milopt raises.
+
+Every message names the argument, what was expected, what was received, and how to fix it.
+"""
+
+
+class MiloptError(Exception):
+    """Base class of every error milopt raises on purpose."""
+
+
+class InvalidDataError(MiloptError, ValueError):
+    """The data (bags, labels, features, coordinates, samples) is malformed."""
+
+
+class InvalidParameterError(MiloptError, ValueError):
+    """A parameter (hyper-parameter, option, CLI key) is out of range or unknown."""
+
+
+class SolverUnavailableError(MiloptError):
+    """The solver is unknown or not installed."""
+
+
+class UnsupportedProblemError(MiloptError):
+    """The solver cannot handle the problem class (e.g. an MIQP sent to an LP/QP solver)."""
+
+
+class NoSolutionError(MiloptError):
+    """A solve ended without a usable solution and the caller asked for one."""

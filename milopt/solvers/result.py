@@ -1,0 +1,114 @@
+"""The normalized result every solver backend and native algorithm returns."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from enum import Enum, IntEnum
+from typing import Any, Mapping
+
+
+class Termination(str, Enum):
+    """Why a solve stopped."""
+
+    OPTIMAL = "optimal"                  # proven optimal (within the gap tolerance) / converged
+    TIME_LIMIT = "time_limit"
+    ITERATION_LIMIT = "iteration_limit"  # also node / function-evaluation budgets
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    INFEASIBLE_OR_UNBOUNDED = "infeasible_or_unbounded"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class SolutionStatus(IntEnum):
+    """Ordered quality of the solution returned: none < feasible < optimal."""
+
+    NONE = 0
+    FEASIBLE = 1
+    OPTIMAL = 2
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+def relative_gap(objective: float | None, bound: float | None) -> float:
+    """|objective - bound| / max(|objective|, 1e-10); inf when either is missing.
+
+    This is the convention of Gurobi and of HiGHS's ``mip_rel_gap`` (relative to the primal
+    value). A proven optimum with equal values has gap 0.
+    """
+    if objective is None or bound is None or not (math.isfinite(objective) and math.isfinite(bound)):
+        return math.inf
+    return abs(objective - bound) / max(abs(objective), 1e-10)
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """Outcome of one solve (a Pyomo model through a backend, or a native algorithm).
+
+    Attributes
+    ----------
+    solver, solver_version : str
+    termination : Termination
+    status : SolutionStatus
+        none < feasible < optimal.
+    objective : float or None
+        Objective of the returned solution (None when there is none).
+    bound : float or None
+        Best proven bound (minimisation: lower bound); None when the solver gives none.
+    gap : float
+        Relative gap |objective - bound| / max(|objective|, 1e-10); inf when unknown.
+    wall_time : float
+        Seconds.
+    iterations, nodes : int or None
+        Simplex/barrier/algorithm iterations and branch-and-bound nodes when reported.
+    problem_class : str
+        LP, QP, MILP, MIQP, QCQP, or "native".
+    log : str
+        Solver output captured (may be empty when the solver was kept quiet).
+    history : tuple of dict
+        Per-iteration records of native algorithms (objective, residuals, time...).
+    extra : mapping
+        Backend-specific details (model size, options used, messages).
+    """
+
+    solver: str
+    termination: Termination
+    status: SolutionStatus
+    objective: float | None = None
+    bound: float | None = None
+    gap: float = math.inf
+    wall_time: float = 0.0
+    iterations: int | None = None
+    nodes: int | None = None
+    solver_version: str = ""
+    problem_class: str = ""
+    log: str = ""
+    history: tuple = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """A solution is available (feasible or optimal)."""
+        return self.status >= SolutionStatus.FEASIBLE
+
+    def to_dict(self, *, log: bool = False, history: bool = True) -> dict:
+        d = asdict(self)
+        d["termination"] = str(self.termination)
+        d["status"] = str(self.status)
+        for k in ("objective", "bound", "gap"):
+            v = d[k]
+            if isinstance(v, float) and not math.isfinite(v):
+                d[k] = None
+        if not log:
+            d.pop("log")
+        if not history:
+            d.pop("history")
+        else:
+            d["history"] = [dict(h) for h in self.history]
+        d["extra"] = dict(self.extra)
+        return d
