@@ -14,7 +14,7 @@ def sil_start(bags: Bags, C: float = 1.0, random_state=0):
     from sklearn.svm import LinearSVC
 
     y = bags.instance_bag_y
-    clf = LinearSVC(C=C, loss="hinge", dual=True, max_iter=5000, random_state=random_state,
+    clf = LinearSVC(C=C, loss="squared_hinge", dual=False, max_iter=2000, random_state=random_state,
                     class_weight="balanced").fit(bags.X, y)
     return clf.coef_.ravel().copy(), float(clf.intercept_[0])
 

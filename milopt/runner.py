@@ -1,0 +1,226 @@
+"""One fit or one solve, from names: the layer shared by the CLI and the benchmark harness.
+
+``run_fit(method, data, ...)`` and ``run_solve(formulation, data, solver, ...)`` take the public
+names of the ``milopt`` command (method / formulation names, DATA as a shipped name, a CSV path
+or ``gen:NAME?k=v``) and return plain dictionaries ready for JSON.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from milopt.data.bags import Bags
+from milopt.data.loading import load
+from milopt.errors import InvalidDataError, InvalidParameterError
+
+#: keys of ``--set`` that describe the data rather than the method or formulation
+DATA_KEYS = ("coords", "scale")
+
+
+def coerce(value):
+    """Type a ``--set`` value: bool, None, int, float, comma lists, else str."""
+    if not isinstance(value, str):
+        return value
+    low = value.strip().lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    if low in ("none", "null"):
+        return None
+    for typ in (int, float):
+        try:
+            return typ(value)
+        except ValueError:
+            pass
+    return value
+
+
+def parse_sets(items) -> dict:
+    """``["C=1", "kernel=rbf"]`` -> {"C": 1, "kernel": "rbf"} with clear errors."""
+    out = {}
+    for it in items or []:
+        if "=" not in it:
+            raise InvalidParameterError(f"--set {it!r}: expected key=value (e.g. --set C=10)")
+        k, v = it.split("=", 1)
+        k = k.strip()
+        if not k:
+            raise InvalidParameterError(f"--set {it!r}: empty key")
+        out[k] = coerce(v.strip())
+    return out
+
+
+def data_info(bags: Bags) -> dict:
+    return {"name": bags.name, "bags": bags.n_bags, "positive_bags": bags.positive_bags,
+            "instances": bags.n_instances, "features": bags.n_features,
+            "has_instance_labels": bags.instance_y is not None, "has_coords": bags.coords is not None,
+            "has_samples": bags.samples is not None}
+
+
+def _split_params(params: dict | None):
+    params = dict(params or {})
+    data_kw = {k: params.pop(k) for k in DATA_KEYS if k in params}
+    coords = data_kw.get("coords", 0) or 0
+    if not isinstance(coords, int) or coords < 0:
+        raise InvalidParameterError(f"coords: expected the number of leading coordinate columns (int >= 0), got {coords!r}")
+    scale = data_kw.get("scale", True)
+    if not isinstance(scale, bool):
+        raise InvalidParameterError(f"scale: expected true or false, got {scale!r}")
+    return params, coords, scale
+
+
+def check_needs(name: str, needs, bags: Bags) -> None:
+    if "coords" in needs and bags.coords is None:
+        raise InvalidDataError(
+            f"{name} needs instance coordinates (batch methods build within-batch similarities from them); "
+            "use a generator with coordinates (gen:cad) or, for a CSV whose first K feature columns are "
+            "coordinates, --set coords=K")
+    if "samples" in needs and bags.samples is None:
+        raise InvalidDataError(
+            f"{name} needs distributional instances (a sample of points per instance); use gen:kent-yu "
+            "or build Bags with samples=")
+
+
+def _finite(d: dict) -> dict:
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+
+
+def _fit_eval(spec, params, seed, Btr: Bags, Bte: Bags | None, scale: bool) -> dict:
+    from milopt.metrics import evaluate, standardize
+
+    if scale and spec.scale:
+        if Bte is not None:
+            Btr, Bte = standardize(Btr, Bte)
+        else:
+            Btr = standardize(Btr)
+    est = spec.make(params, seed)
+    t0 = time.perf_counter()
+    est.fit(Btr)
+    fit_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    row = evaluate(est, Bte if Bte is not None else Btr)
+    pred_s = time.perf_counter() - t1
+    row.update({"fit_seconds": fit_s, "predict_seconds": pred_s})
+    info = getattr(est, "fit_info_", None) or {}
+    for k, v in info.items():
+        if isinstance(v, (bool, int, float, str)) and k not in row:
+            row[k] = v
+    return _finite(row)
+
+
+def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | None = None, seed: int = 0,
+            fold: int | None = None, bags: Bags | None = None) -> dict:
+    """Fit ``method`` on ``data``.
+
+    Without ``cv``: fit on all bags and report training metrics.  With ``cv``: stratified
+    K-fold over bags (features standardised on each training fold); ``fold`` restricts the
+    run to one held-out fold (the benchmark harness runs folds as separate runs).
+    """
+    from milopt.estimators.registry import get_method
+    from milopt.metrics import bag_folds
+
+    spec = get_method(method)
+    params, coords, scale = _split_params(params)
+    spec.make(params, seed)  # validate keys before loading data
+    if bags is None:
+        bags = load(data, coords=coords)
+    check_needs(method, spec.needs, bags)
+    out = {"method": method, "data": data_info(bags), "params": params, "seed": seed}
+    if not cv:
+        out["train"] = _fit_eval(spec, params, seed, bags, None, scale)
+        out["mean"] = out["train"]
+        return out
+    folds = list(bag_folds(bags, int(cv), seed))
+    if fold is not None and not (0 <= fold < len(folds)):
+        raise InvalidParameterError(f"fold: expected 0..{len(folds) - 1}, got {fold}")
+    rows = []
+    for f, (tr, te) in enumerate(folds):
+        if fold is not None and f != fold:
+            continue
+        row = _fit_eval(spec, params, seed, bags.subset(tr), bags.subset(te), scale)
+        rows.append({"fold": f, "train_bags": int(tr.size), "test_bags": int(te.size), **row})
+    keys = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            and k not in ("fold", "train_bags", "test_bags")]
+    mean = {}
+    for k in keys:
+        vals = [r[k] for r in rows if isinstance(r.get(k), (int, float)) and r.get(k) is not None]
+        mean[k] = float(np.nanmean(vals)) if vals else None
+    out.update({"cv": int(cv), "folds": rows, "mean": _finite(mean)})
+    return out
+
+
+def build_formulation(formulation: str, data: str, params: dict | None = None, bags: Bags | None = None):
+    """Load data and build a formulation; returns (model, bags, params, build_seconds)."""
+    from milopt.metrics import standardize
+    from milopt.models import get
+
+    mod = get(formulation)
+    params, coords, scale = _split_params(params)
+    spec = getattr(mod, "PARAMS", {})
+    unknown = [k for k in params if k not in spec]
+    if unknown:
+        raise InvalidParameterError(f"{formulation}: unknown key(s) {unknown}; accepted keys: "
+                                    f"{', '.join(list(spec) + list(DATA_KEYS))}")
+    typed = {}
+    for k, v in params.items():
+        typ = spec[k][0]
+        if typ is str:
+            typed[k] = v if isinstance(v, str) or v is None else str(v)
+        elif typ is float and isinstance(v, (int, float)) and not isinstance(v, bool):
+            typed[k] = float(v)
+        else:
+            typed[k] = v
+    if bags is None:
+        bags = load(data, coords=coords)
+    if scale:
+        bags = standardize(bags)
+    t0 = time.perf_counter()
+    model = mod.build(bags, **typed)
+    return model, bags, typed, time.perf_counter() - t0
+
+
+def expected_class(mod, params: dict | None):
+    """(problem class, features) a formulation will have, known before building.
+
+    A model module may define ``problem_class(**params) -> str or (str, features)``; otherwise
+    its constant ``PROBLEM_CLASS`` is used.  Returns None when unknown."""
+    params = {k: coerce(v) for k, v in (params or {}).items() if k not in DATA_KEYS}
+    fn = getattr(mod, "problem_class", None)
+    if callable(fn):
+        try:
+            cls = fn(**params)
+        except TypeError:
+            cls = None
+    else:
+        cls = getattr(mod, "PROBLEM_CLASS", None)
+    if cls is None:
+        return None
+    return (cls, ()) if isinstance(cls, str) else (cls[0], tuple(cls[1]))
+
+
+def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | None = None, gap: float | None = None,
+              params: dict | None = None, seed: int = 0, threads: int | None = None, verbose: bool = False,
+              bags: Bags | None = None) -> dict:
+    """Build ``formulation`` on ``data`` and solve it with ``solver``; returns a JSON-ready dict."""
+    from milopt.solvers import get_backend, model_size, solve
+    from milopt.solvers.driver import check_supported, classify
+
+    from milopt.models import get
+
+    if solver != "auto":
+        backend = get_backend(solver)  # unknown / not installed: refuse before loading data or building
+        cls = expected_class(get(formulation), params)
+        if cls:
+            check_supported(backend, *cls)
+    model, bags, typed, build_s = build_formulation(formulation, data, params, bags)
+    if solver != "auto":
+        cls, feats = classify(model)
+        check_supported(get_backend(solver), cls, feats)
+    size = model_size(model)
+    res = solve(model, solver, time_limit=time_limit, mip_gap=gap, threads=threads, verbose=verbose)
+    out = res.to_dict(log=False)
+    out.update({"formulation": formulation, "params": typed, "model_size": size, "data": data_info(bags),
+                "build_seconds": build_s})
+    return out
