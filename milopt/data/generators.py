@@ -2,18 +2,28 @@
 
 ``kent_yu``
     The four simulation scenarios of Kent & Yu ("Non-convex SVM for multiple instance
-    learning with distributional instances", Table 1).  Each bag has ``instances``
-    distributional instances; each instance is a sample of ``samples`` points in
-    ``features`` dimensions.  Instance labels are Bernoulli(``p_positive``) (0.15 as the
-    paper), the bag label is their maximum.  Negative instances draw their points from
-    N(0, I); positive instances from a distribution that differs by:
+    learning with distributional instances", Table 1), following their data generator
+    ``mildsvm::generate_mild_df`` and the scenario settings of their simulation code
+    (repository ``skent259/mildsvm-sims``, ``sim/dataset-parameters.R``).  Each bag has
+    ``instances`` distributional instances; each instance is a sample of ``samples`` points
+    in ``features`` = 10 dimensions.  Instance labels are Bernoulli(``p_positive`` = 0.15),
+    the bag label is their maximum.  Every instance first draws its own mean
+    (N(prior mean, ``sd_of_mean``² = 0.5²) per coordinate) and, where the scenario says so,
+    its own covariance (Wishart with expectation the prior covariance); its points are then
+    i.i.d. from that distribution.  Coordinates outside the class's "important" set follow
+    the remainder distribution N(mean ~ N(0, 0.5²), I).
 
-    1. ``t``      -- multivariate Student-t with ``df`` = 3 degrees of freedom, scaled to
-       unit variance (same first two moments: only the tails differ);
-    2. ``cov``    -- N(0, Σ) with Σ = 1 on the diagonal and ``rho`` = 0.5 off it
-       (a covariance difference);
-    3. ``mean``   -- N(δ·1, I) with δ = ``shift`` = 0.5 (a mean difference);
-    4. ``largecov`` -- N(0, ``scale``² I) with scale = 2 (a large covariance difference).
+    1. ``t`` (tail difference): coordinates 1-5; positive instances multivariate Student-t,
+       3 degrees of freedom, covariance I; negative instances normal, covariance I.
+    2. ``cov`` (covariance difference): positive instances: coordinates 1-2 with prior
+       covariance [[1, -0.5], [-0.5, 1]]; negative: coordinates 2-3 with [[1, 0.5], [0.5, 1]];
+       covariances sampled per instance (Wishart, df 2 for the important block, 8 for the
+       remainder).
+    3. ``mean`` (mean difference): coordinates 1-5, prior mean 0.3 for positive instances and
+       0 for negative ones, covariance I.
+    4. ``largecov`` (alias ``block``; correlation-block difference): positive instances have
+       the equicorrelated covariance 0.5 I + 0.5 11ᵀ on coordinates 1-5, negative instances on
+       coordinates 6-10; covariances sampled per instance (Wishart, df 5).
 
     The instance matrix ``X`` holds the sample means; ``samples`` keeps every point.
 
@@ -31,7 +41,7 @@ from milopt.data.registry import register_generator
 from milopt.errors import InvalidParameterError
 
 KENT_YU_SCENARIOS = {1: "t", 2: "cov", 3: "mean", 4: "largecov",
-                     "t": "t", "cov": "cov", "mean": "mean", "largecov": "largecov"}
+                     "t": "t", "cov": "cov", "mean": "mean", "largecov": "largecov", "block": "largecov"}
 
 
 def _check_pos_int(name, value, minimum=1):
@@ -39,9 +49,45 @@ def _check_pos_int(name, value, minimum=1):
         raise InvalidParameterError(f"{name}: expected an integer >= {minimum}, got {value!r}")
 
 
-def kent_yu(scenario=1, bags=50, instances=3, samples=50, features=5, p_positive=0.15, df=3.0,
-            rho=0.5, shift=0.5, scale=2.0, seed=0) -> Bags:
-    """Kent & Yu simulation scenario (1 t, 2 cov, 3 mean, 4 largecov); see module docstring."""
+def _wishart_sqrt(rng, n, scale, df):
+    """n square-root factors A (n, d, df) with A Aᵀ ~ Wishart(df, scale) / df (mean ``scale``)."""
+    Lc = np.linalg.cholesky(scale)
+    G = rng.standard_normal((n, scale.shape[0], int(df)))
+    return np.einsum("ij,njk->nik", Lc, G) / np.sqrt(df)
+
+
+def _draw(rng, n_inst, samples, dim, mean, sd_of_mean, cov=None, wishart_df=None, t_df=None):
+    """Samples (n_inst, samples, dim) of instance distributions as generate_mild_df."""
+    mu = mean + sd_of_mean * rng.standard_normal((n_inst, 1, dim))
+    Z = rng.standard_normal((n_inst, samples, dim if wishart_df is None else int(wishart_df)))
+    if wishart_df is not None:                      # per-instance covariance A Aᵀ
+        A = _wishart_sqrt(rng, n_inst, cov, wishart_df)
+        Z = np.einsum("nsk,ndk->nsd", Z, A)
+    elif cov is not None:
+        Z = Z @ np.linalg.cholesky(cov).T
+    if t_df is not None:                            # multivariate t with covariance as given
+        chi = rng.chisquare(t_df, size=(n_inst, samples, 1))
+        Z = Z / np.sqrt(chi / t_df) * np.sqrt((t_df - 2.0) / t_df)
+    return mu + Z
+
+
+def kent_yu(scenario=1, bags=50, instances=3, samples=50, features=10, p_positive=0.15, sd_of_mean=0.5,
+            seed=0) -> Bags:
+    """Kent & Yu simulation scenario (1 t, 2 cov, 3 mean, 4 largecov); see module docstring.
+
+    Parameters
+    ----------
+    scenario : 1..4 or 't' | 'cov' | 'mean' | 'largecov'
+    bags, instances, samples : int
+        Groups, instances per group, points per instance.
+    features : int
+        Total covariates (10 in the paper; at least 10 for scenario 4, 5 for 1 and 3, 3 for 2).
+    p_positive : float
+        Probability that an instance is positive.
+    sd_of_mean : float
+        Standard deviation of the per-instance means around their prior.
+    seed : int
+    """
     if scenario not in KENT_YU_SCENARIOS:
         raise InvalidParameterError(f"scenario: expected 1..4 or one of t/cov/mean/largecov, got {scenario!r}")
     kind = KENT_YU_SCENARIOS[scenario]
@@ -51,6 +97,11 @@ def kent_yu(scenario=1, bags=50, instances=3, samples=50, features=5, p_positive
         raise InvalidParameterError("bags: need at least 2 bags (both classes)")
     if not 0 < p_positive < 1:
         raise InvalidParameterError(f"p_positive: expected a probability in (0, 1), got {p_positive}")
+    need = {"t": 5, "cov": 3, "mean": 5, "largecov": 10}[kind]
+    if features < need:
+        raise InvalidParameterError(f"features: scenario {kind} needs at least {need} covariates, got {features}")
+    if kind == "largecov" and samples < 2:
+        raise InvalidParameterError("samples: need at least 2 points per instance")
     rng = np.random.default_rng(seed)
     n_inst = bags * instances
     inst_y = (rng.random(n_inst) < p_positive).astype(np.int64)
@@ -65,21 +116,28 @@ def kent_yu(scenario=1, bags=50, instances=3, samples=50, features=5, p_positive
     y = np.zeros(bags, dtype=np.int64)
     np.maximum.at(y, bag_index, inst_y)
     p = features
-    Z = rng.standard_normal((n_inst, samples, p))
-    pos = inst_y == 1
-    if kind == "t":
-        # t = Z / sqrt(chi2_df / df), rescaled to unit variance: sqrt((df-2)/df)
-        chi = rng.chisquare(df, size=(n_inst, samples, 1))
-        T = Z / np.sqrt(chi / df) * np.sqrt((df - 2.0) / df)
-        Z = np.where(pos[:, None, None], T, Z)
-    elif kind == "cov":
-        Sigma = np.full((p, p), rho) + (1 - rho) * np.eye(p)
-        Lc = np.linalg.cholesky(Sigma)
-        Z = np.where(pos[:, None, None], Z @ Lc.T, Z)
-    elif kind == "mean":
-        Z = Z + np.where(pos, shift, 0.0)[:, None, None]
-    else:  # largecov
-        Z = Z * np.where(pos, scale, 1.0)[:, None, None]
+    eq5 = np.full((5, 5), 0.5) + 0.5 * np.eye(5)
+    # (important coordinates, prior mean, covariance, wishart df, t df) for positive / negative
+    spec = {
+        "t": ((np.arange(5), 0.0, np.eye(5), None, 3.0), (np.arange(5), 0.0, np.eye(5), None, None), None),
+        "cov": ((np.arange(0, 2), 0.0, np.array([[1.0, -0.5], [-0.5, 1.0]]), 2, None),
+                (np.arange(1, 3), 0.0, np.array([[1.0, 0.5], [0.5, 1.0]]), 2, None), 8),
+        "mean": ((np.arange(5), 0.3, np.eye(5), None, None), (np.arange(5), 0.0, np.eye(5), None, None), None),
+        "largecov": ((np.arange(5), 0.0, eq5, 5, None), (np.arange(5, 10), 0.0, eq5, 5, None), 5),
+    }[kind]
+    Z = np.empty((n_inst, samples, p))
+    for lab, (imp, mean, cov, wdf, tdf) in ((1, spec[0]), (0, spec[1])):
+        rows = np.flatnonzero(inst_y == lab)
+        if rows.size == 0:
+            continue
+        rem = np.setdiff1d(np.arange(p), imp)
+        block = _draw(rng, rows.size, samples, imp.size, mean, sd_of_mean, cov, wdf, tdf)
+        Z[np.ix_(rows, np.arange(samples), imp)] = block
+        if rem.size:
+            rdf = spec[2]
+            Zr = _draw(rng, rows.size, samples, rem.size, 0.0, sd_of_mean, np.eye(rem.size),
+                       rdf if rdf is not None else None, None)
+            Z[np.ix_(rows, np.arange(samples), rem)] = Zr
     S = Z.reshape(n_inst * samples, p)
     sample_ptr = np.arange(n_inst + 1) * samples
     X = Z.mean(axis=1)
