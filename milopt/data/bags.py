@@ -370,7 +370,9 @@ class Bags:
             skip = {bag, label, instance_label, *coord_cols}
             features = [c for c in df.columns if c not in skip]
         feats = df[list(features)]
-        bad = [c for c in feats.columns if not np.issubdtype(feats[c].dtype, np.number)]
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+        bad = [c for c in feats.columns if not is_numeric_dtype(feats[c]) or is_bool_dtype(feats[c])]
         if bad:
             raise InvalidDataError(f"frame: feature columns {bad[:5]} are not numeric; convert or drop them")
         return cls.from_instances(

@@ -59,7 +59,7 @@ def read_mil_csv(path, *, name=None, coords: int = 0) -> Bags:
     if df.shape[1] < 3 + coords:
         raise InvalidDataError(f"{path}: expected columns label, bag_id, features...; got {df.shape[1]} column(s)")
     feats = df.iloc[:, 2:]
-    nonnum = [int(c) for c in feats.columns if not np.issubdtype(feats[c].dtype, np.number)]
+    nonnum = [int(c) for c in feats.columns if not pd.api.types.is_numeric_dtype(feats[c])]
     if nonnum:
         col = nonnum[0]
         bad = feats[col][pd.to_numeric(feats[col], errors="coerce").isna() & feats[col].notna()].iloc[0]

@@ -33,11 +33,34 @@ def _termination(tc) -> Termination:
     return _TC.get(tc, Termination.UNKNOWN)
 
 
+_SCIP_CLASS = None
+
+
+def _scip_with_full_start():
+    """Pyomo's scip_direct passes only the integer variables of a warm start to SCIP; this
+    subclass passes every variable that has a value (SCIP's completesol heuristic then only
+    fills the auxiliary objective variable), so a feasible start is used at once."""
+    global _SCIP_CLASS
+    if _SCIP_CLASS is None:
+        from pyomo.contrib.solver.solvers.scip.scip_direct import ScipDirect
+
+        class _Scip(ScipDirect):
+            def _mipstart(self):
+                sol = self._solver_model.createPartialSol()
+                for pyomo_var, scip_var in self._pyomo_var_to_solver_var_map.items():
+                    if pyomo_var.value is not None:
+                        sol[scip_var] = pyomo_var.value
+                self._solver_model.addSol(sol)
+
+        _SCIP_CLASS = _Scip
+    return _SCIP_CLASS()
+
+
 def _run_pyomo(name: str, pyomo_name: str, version, model, opts, native_options, warm_key=None):
     from pyomo.contrib.solver.common.factory import SolverFactory
     from pyomo.contrib.solver.common.results import SolutionStatus as PS
 
-    solver = SolverFactory(pyomo_name)
+    solver = _scip_with_full_start() if pyomo_name == "scip_direct" else SolverFactory(pyomo_name)
     kw = dict(load_solutions=False, raise_exception_on_nonoptimal_result=False, tee=bool(opts["verbose"]))
     if opts["time_limit"] is not None:
         kw["time_limit"] = float(opts["time_limit"])

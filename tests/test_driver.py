@@ -1,0 +1,106 @@
+import math
+
+import numpy as np
+import pyomo.environ as pe
+import pytest
+
+from milopt.errors import NoSolutionError, SolverUnavailableError, UnsupportedProblemError
+from milopt.solvers import SolutionStatus, Termination, classify, installed, solve
+
+
+def lp():
+    m = pe.ConcreteModel()
+    m.x = pe.Var([0, 1], bounds=(0, None))
+    m.c = pe.Constraint(expr=m.x[0] + 2 * m.x[1] >= 4)
+    m.o = pe.Objective(expr=3 * m.x[0] + m.x[1])
+    return m
+
+
+def market_split(m_rows=4, n=36, seed=0):
+    """Cornuejols-Dawande market split: hard for branch and bound, usually infeasible."""
+    rng = np.random.default_rng(seed)
+    A = rng.integers(0, 100, size=(m_rows, n))
+    d = A.sum(axis=1) // 2
+    m = pe.ConcreteModel()
+    m.x = pe.Var(range(n), domain=pe.Binary)
+    m.s = pe.Var(range(m_rows), bounds=(0, 0))  # no slack: pure feasibility
+    m.c = pe.Constraint(range(m_rows), rule=lambda mm, i: sum(int(A[i, j]) * mm.x[j] for j in range(n)) == int(d[i]))
+    m.o = pe.Objective(expr=sum(mm for mm in m.x.values()))
+    return m
+
+
+@pytest.mark.parametrize("solver", ["highs", "scip"])
+def test_optimal_lp(solver):
+    r = solve(lp(), solver)
+    assert r.termination == Termination.OPTIMAL and r.status == SolutionStatus.OPTIMAL
+    assert r.objective == pytest.approx(2.0) and r.gap == pytest.approx(0.0)
+    assert r.solver == solver and r.solver_version and r.problem_class == "LP"
+
+
+@pytest.mark.parametrize("solver", ["highs", "scip"])
+def test_infeasible(solver):
+    m = pe.ConcreteModel()
+    m.x = pe.Var(bounds=(0, 1))
+    m.c = pe.Constraint(expr=m.x >= 2)
+    m.o = pe.Objective(expr=m.x)
+    r = solve(m, solver)
+    assert r.termination in (Termination.INFEASIBLE, Termination.INFEASIBLE_OR_UNBOUNDED)
+    assert r.status == SolutionStatus.NONE and r.objective is None and math.isinf(r.gap)
+    with pytest.raises(NoSolutionError):
+        solve(m, solver, raise_on_no_solution=True)
+
+
+def test_time_limit_without_incumbent_returns_status():
+    r = solve(market_split(), "scip", time_limit=1.0)
+    assert r.termination in (Termination.TIME_LIMIT, Termination.INFEASIBLE)
+    if r.termination == Termination.TIME_LIMIT:
+        assert r.status == SolutionStatus.NONE and r.objective is None
+
+
+def test_time_limit_with_incumbent_returns_it_and_gap():
+    from milopt.data import load
+    from milopt.metrics import standardize
+    from milopt.models import misvm_bigm
+
+    bags = standardize(load("musk1"))
+    m = misvm_bigm.build(bags, C=1.0)
+    misvm_bigm.warm_start(m, np.zeros(bags.n_features), -1.0)
+    r = solve(m, "scip", time_limit=2.0, warm_start=True)
+    assert r.termination == Termination.TIME_LIMIT
+    assert r.status == SolutionStatus.FEASIBLE and r.objective is not None
+    assert r.gap > 0 and r.bound <= r.objective + 1e-6
+    assert r.wall_time < 30
+
+
+def test_class_mismatch_refused_before_solving():
+    m = lp()
+    m.y = pe.Var(domain=pe.Binary)
+    m.o.deactivate()
+    m.o2 = pe.Objective(expr=m.x[0] ** 2 + m.y + m.x[1])
+    assert classify(m) == ("MIQP", ())
+    with pytest.raises(UnsupportedProblemError, match="highs cannot solve MIQP.*scip"):
+        solve(m, "highs")
+    assert "scip" in installed("MIQP")
+
+
+def test_unknown_and_missing_solver():
+    with pytest.raises(SolverUnavailableError, match="unknown solver 'cplexx'"):
+        solve(lp(), "cplexx")
+    if "gurobi" not in installed():
+        with pytest.raises(SolverUnavailableError, match="not installed"):
+            solve(lp(), "gurobi")
+
+
+def test_highs_thread_change_in_one_process():
+    r1 = solve(lp(), "highs", threads=1)
+    r2 = solve(lp(), "highs", threads=2)
+    assert r1.ok and r2.ok
+
+
+def test_result_is_frozen_and_serialisable():
+    import json
+
+    r = solve(lp(), "highs")
+    with pytest.raises(Exception):
+        r.objective = 1.0
+    json.dumps(r.to_dict())
