@@ -1,8 +1,10 @@
 """Matrix extraction from Pyomo models and export to ``.mps`` / ``.lp`` (optionally ``.gz``).
 
-Path: Pyomo's linear standard-form compiler gives the constraint matrix (ranged rows merged
-back into one row), ``generate_standard_repn(quadratic=True)`` gives the objective (linear
-part, constant, and the quadratic terms), and highspy writes the files.  Files written this
+Path: :func:`extract` reads the constraint matrix (one row per constraint, ranged rows kept as
+one row with two bounds; blocks built by ``models/_linear.add_linear_rows`` straight from their
+cached sparse matrix after an identity check, other rows from their expressions),
+``generate_standard_repn(quadratic=True)`` gives the objective (linear part, constant, and the
+quadratic terms), and highspy writes the files.  Files written this
 way are read identically by HiGHS and SCIP: Pyomo's own ``.lp`` writer prints squared terms
 as ``x ^ 2``, which SCIP 10's LP reader rejects (SOLVER_NOTES.md).  Models with SOS or
 indicator constraints, which highspy cannot represent, fall back to Pyomo's writers with the
@@ -62,83 +64,182 @@ class MatrixForm:
                 "nonzeros": int(self.A.nnz), "quadratic_nonzeros": int(0 if self.Q is None else self.Q.nnz)}
 
 
-def _bound(v):
-    return -INF if v is None else float(v)
-
-
 def extract(model) -> MatrixForm:
-    """Matrix form of a linear-constrained Pyomo model with a linear or quadratic objective."""
-    from pyomo.repn import generate_standard_repn
-    from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
+    """Matrix form of a linear-constrained Pyomo model with a linear or quadratic objective.
+
+    Rows: one per active, bounded constraint (a ranged constraint is one row with both bounds).
+    Columns: the unfixed variables that appear in an active constraint or in the objective, in
+    order of first appearance; fixed variables are substituted (moved to the row bounds and to
+    the objective constant).  Blocks of rows created by ``milopt.models._linear.add_linear_rows``
+    are taken from the sparse matrix they were built from (after a row-by-row identity check,
+    see that module); every other row is read from its expression.
+
+    Raises
+    ------
+    InvalidParameterError
+        No or several active objectives, or a constraint that is not linear.
+    """
+    from pyomo.common.gc_manager import PauseGC
 
     objs = list(model.component_data_objects(pe.Objective, active=True))
     if len(objs) != 1:
         raise InvalidParameterError(f"export: the model needs exactly one active objective, found {len(objs)}")
     obj = objs[0]
-    obj.deactivate()
-    try:
-        sf = LinearStandardFormCompiler().write(model, mixed_form=True)
-    finally:
-        obj.activate()
-    cols = list(sf.columns)
-    index = {id(v): k for k, v in enumerate(cols)}
+    with PauseGC():
+        return _extract(model, obj)
+
+
+class _Columns:
+    """Global column numbering (id(VarData) -> column)."""
+
+    def __init__(self):
+        self.index = {}
+        self.vars = []
+
+    def add_many(self, variables) -> np.ndarray:
+        index, out = self.index, np.empty(len(variables), dtype=np.int64)
+        for k, v in enumerate(variables):
+            j = index.get(id(v))
+            if j is None:
+                j = index[id(v)] = len(self.vars)
+                self.vars.append(v)
+            out[k] = j
+        return out
+
+
+def _linear_rows_generic(cons, cols: _Columns):
+    """Rows of arbitrary (linear) ConstraintData: COO triplets, bounds, names."""
+    from pyomo.repn import generate_standard_repn
+
+    ri, ci, vals, lbs, ubs, names = [], [], [], [], [], []
+    r = 0
+    for con in cons:
+        lo, body, hi = con.to_bounded_expression(evaluate_bounds=True)
+        if lo is None and hi is None:
+            continue
+        repn = generate_standard_repn(body, quadratic=False, compute_values=True)
+        if repn.nonlinear_expr is not None or repn.quadratic_vars:
+            raise InvalidParameterError(
+                f"export: constraint {con.name} is not linear; only linear constraints can be extracted "
+                "(write the model with Pyomo's own writers or reformulate it)")
+        const = float(repn.constant or 0.0)
+        if not repn.linear_vars:
+            if (lo is None or lo - 1e-9 <= const) and (hi is None or const <= hi + 1e-9):
+                continue
+            raise InvalidParameterError(f"export: constraint {con.name} is trivially infeasible ({lo} <= {const} <= {hi})")
+        j = cols.add_many(repn.linear_vars)
+        ci.append(j)
+        ri.append(np.full(j.size, r, dtype=np.int64))
+        vals.append(np.asarray(repn.linear_coefs, dtype=float))
+        lbs.append(-INF if lo is None else float(lo) - const)
+        ubs.append(INF if hi is None else float(hi) - const)
+        names.append(con.name)
+        r += 1
+    if not r:
+        return None
+    return (np.concatenate(ri), np.concatenate(ci), np.concatenate(vals), np.array(lbs), np.array(ubs), names, r)
+
+
+def _cached_rows(comp, cache, cols: _Columns):
+    """Rows of a component built by add_linear_rows, from its cached matrix; returns (block, stale rows)."""
+    ok = cache.valid_rows(comp)
+    stale = [d for d, good in zip(cache.datas, ok) if not good and d.active and d.parent_component() is comp]
+    keep = np.flatnonzero(ok & (np.isfinite(cache.lb) | np.isfinite(cache.ub)))
+    if keep.size == 0:
+        return None, stale
+    A = cache.A if keep.size == cache.A.shape[0] else cache.A[keep]
+    lb, ub = cache.lb[keep].copy(), cache.ub[keep].copy()
+    V = cache.variables
+    fixed = np.fromiter((v.fixed for v in V), dtype=bool, count=len(V))
+    if fixed.any():
+        fj = np.flatnonzero(fixed)
+        vals = np.array([float(V[j].value) for j in fj])
+        shift = A[:, fj] @ vals
+        lb -= shift
+        ub -= shift
+    used = (A.getnnz(axis=0) > 0) & ~fixed
+    if fixed.any():  # rows left without a free variable: check and drop (as the generic path does)
+        left = (A[:, np.flatnonzero(used)] != 0).getnnz(axis=1)
+        empty = left == 0
+        if empty.any():
+            bad = empty & ((lb > 1e-9) | (ub < -1e-9))
+            if bad.any():
+                r = int(np.flatnonzero(bad)[0])
+                raise InvalidParameterError(f"export: constraint {cache.datas[keep[r]].name} is trivially infeasible "
+                                            "with the fixed variables")
+            keep, A, lb, ub = keep[~empty], A[~empty], lb[~empty], ub[~empty]
+            if keep.size == 0:
+                return None, stale
+    uj = np.flatnonzero(used)
+    glob = np.full(len(V), -1, dtype=np.int64)
+    glob[uj] = cols.add_many([V[j] for j in uj])
+    coo = A.tocoo()
+    sel = used[coo.col]
+    names = [cache.datas[r].name for r in keep.tolist()]
+    return (coo.row[sel].astype(np.int64), glob[coo.col[sel]], coo.data[sel], lb, ub, names, keep.size), stale
+
+
+def _extract(model, obj) -> MatrixForm:
+    from pyomo.repn import generate_standard_repn
+
+    cols = _Columns()
+    blocks = []
+    for comp in model.component_objects(pe.Constraint, active=True, descend_into=True):
+        cache = getattr(comp, "_milopt_rows", None)
+        if cache is not None:
+            blk, stale = _cached_rows(comp, cache, cols)
+            if blk is not None:
+                blocks.append(blk)
+            others = stale
+            if len(comp) != len(cache.datas):  # rows added after build
+                seen = set(map(id, cache.datas))
+                others = others + [d for d in comp.values() if d.active and id(d) not in seen]
+        else:
+            others = [d for d in comp.values() if d.active]
+        if others:
+            blk = _linear_rows_generic(others, cols)
+            if blk is not None:
+                blocks.append(blk)
     repn = generate_standard_repn(obj.expr, quadratic=True, compute_values=True)
-    for v in list(repn.linear_vars) + [x for pair in (repn.quadratic_vars or ()) for x in pair]:
-        if id(v) not in index:
-            index[id(v)] = len(cols)
-            cols.append(v)
-    n = len(cols)
+    if repn.nonlinear_expr is not None:
+        raise InvalidParameterError(f"export: objective {obj.name} is neither linear nor quadratic")
+    lin_j = cols.add_many(list(repn.linear_vars))
+    qpairs = list(repn.quadratic_vars or ())
+    qi = cols.add_many([a for a, _ in qpairs])
+    qj = cols.add_many([b for _, b in qpairs])
+    n = len(cols.vars)
     c = np.zeros(n)
-    for v, a in zip(repn.linear_vars, repn.linear_coefs):
-        c[index[id(v)]] += a
+    np.add.at(c, lin_j, np.asarray(repn.linear_coefs, dtype=float))
     Q = None
-    if repn.quadratic_vars:
-        qi = np.fromiter((index[id(a)] for a, _ in repn.quadratic_vars), dtype=np.int64)
-        qj = np.fromiter((index[id(b)] for _, b in repn.quadratic_vars), dtype=np.int64)
+    if qpairs:
         qv = np.asarray(repn.quadratic_coefs, dtype=float)
         # term q * x_i x_j  ->  ½ xᵀQx with Q_ij = Q_ji = q (i != j), Q_ii = 2q
-        rows = np.concatenate([qi, qj])
-        colsq = np.concatenate([qj, qi])
-        vals = np.concatenate([qv, qv])
-        Q = sp.csc_matrix((vals, (rows, colsq)), shape=(n, n))
+        Q = sp.csc_matrix((np.concatenate([qv, qv]), (np.concatenate([qi, qj]), np.concatenate([qj, qi]))),
+                          shape=(n, n))
         Q.sum_duplicates()
-    # rows: merge the two halves of ranged constraints
-    A = sp.csr_matrix(sf.A)
-    if A.shape[1] < n:
-        A = sp.csr_matrix((A.data, A.indices, A.indptr), shape=(A.shape[0], n))
-    rhs = np.asarray(sf.rhs, dtype=float)
-    keys = [id(con) for con, _ in sf.rows]
-    bt = np.array([b for _, b in sf.rows], dtype=int)
-    first = {}
-    owner = np.empty(len(keys), dtype=np.int64)
-    names = []
-    for r, k in enumerate(keys):
-        if k not in first:
-            first[k] = len(first)
-            names.append(sf.rows[r][0].name)
-        owner[r] = first[k]
-    m = len(first)
-    keep = np.zeros(len(keys), dtype=bool)
-    keep[np.unique(owner, return_index=True)[1]] = True
-    lb = np.full(m, -INF)
-    ub = np.full(m, INF)
-    # pyomo multiplies >= rows by -1 in non-mixed form only; in mixed form rows keep their sign
-    ge = bt == -1
-    le = bt == 1
-    eq = bt == 0
-    np.maximum.at(lb, owner[ge | eq], rhs[ge | eq])
-    np.minimum.at(ub, owner[le | eq], rhs[le | eq])
-    A = A[np.flatnonzero(keep)]
-    col_lb = np.array([_bound(v.lb) for v in cols])
-    col_ub = np.array([INF if v.ub is None else float(v.ub) for v in cols])
-    for j, v in enumerate(cols):
-        if v.fixed:
-            col_lb[j] = col_ub[j] = float(v.value)
-    integ = np.array([v.is_integer() or v.is_binary() for v in cols], dtype=bool)
+    # stack the row blocks
+    offs = np.cumsum([0] + [b[6] for b in blocks])
+    m = int(offs[-1])
+    if blocks:
+        rr = np.concatenate([b[0] + o for b, o in zip(blocks, offs[:-1])])
+        cc = np.concatenate([b[1] for b in blocks])
+        vv = np.concatenate([b[2] for b in blocks])
+        lb = np.concatenate([b[3] for b in blocks])
+        ub = np.concatenate([b[4] for b in blocks])
+        names = [nm for b in blocks for nm in b[5]]
+    else:
+        rr = cc = np.zeros(0, dtype=np.int64)
+        vv, lb, ub, names = np.zeros(0), np.zeros(0), np.zeros(0), []
+    A = sp.csr_matrix((vv, (rr, cc)), shape=(m, n))
+    A.sum_duplicates()
+    V = cols.vars
+    col_lb = np.array([-INF if v.lb is None else float(v.lb) for v in V])
+    col_ub = np.array([INF if v.ub is None else float(v.ub) for v in V])
+    integ = np.array([v.is_integer() or v.is_binary() for v in V], dtype=bool)
     sense = 1 if obj.sense == pe.minimize else -1
     return MatrixForm(c=c, c0=float(repn.constant or 0.0), Q=Q, A=A, row_lb=lb, row_ub=ub, col_lb=col_lb,
-                      col_ub=col_ub, integrality=integ, col_names=[v.name for v in cols], row_names=names,
-                      sense=sense, variables=cols)
+                      col_ub=col_ub, integrality=integ.astype(bool), col_names=[v.name for v in V], row_names=names,
+                      sense=sense, variables=V)
 
 
 def to_highs(mf: MatrixForm, names: bool = True):
