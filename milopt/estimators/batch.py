@@ -1,0 +1,294 @@
+r"""Batch-wise classifiers of Vural et al. (JMLR 2009): BatchSVM, BatchSVM_cont, BatchProb, PSVM, BatchPSVM.
+
+``milopt fit`` names (all need instance coordinates ``Bags.coords`` except ``psvm``, and
+``batchsvm`` with ``--set theta=0``):
+
+============================  ==========================================================
+``batchsvm``                  BatchSVM LP (eq. 4) with the thresholded R of eq. 13, HiGHS
+``batchsvm-cont``             BatchSVM LP with continuous R_pq = exp(-α S_pq)
+``batchprob``                 BatchProb LP (eq. 12) with V = R(R + σ²I)^{-1}
+``psvm``                      proximal SVM (Fung & Mangasarian), θ = 0
+``batchpsvm``                 BatchPSVM (eq. 6), one linear system for given θ
+``batchpsvm-learned``         BatchPSVM with θ learned by the alternating algorithm (eq. 7)
+============================  ==========================================================
+
+**Batch classification.**  A bag is a *batch* (an image); every instance (candidate) has a
+label.  Training uses ``Bags.instance_y`` when present; data without instance labels (MUSK)
+use the bag label copied to every instance.  Prediction is batch-wise: with the linear
+pre-classifier :math:`f = Bw - e\gamma`, an instance's score is
+:math:`((\theta R^j + I) f^j)_p` (eq. 5; BatchSVM/BatchPSVM) or :math:`(V^j f^j)_p` (eq. 11;
+BatchProb), computed from the coordinates of the batch being predicted.
+``predict_instances`` returns these scores; ``decision_function``/``predict`` give bag
+(image) scores and labels, the image score being the maximum of its batch-wise candidate
+scores (an image is flagged when any candidate is marked); ``score`` returns the
+**instance-level AUC** when instance labels exist (so that ``GridSearchCV`` tunes θ, α, σ
+for the candidate-level task), bag accuracy otherwise.
+
+**Class weights.**  CAD data are very imbalanced (a few per cent positive candidates); the
+estimators use ``class_weight="balanced"`` by default (slack costs / squared residuals
+weighted by m / (2 m_class)); ``class_weight="none"`` gives eqs. 4, 6, 12 exactly as printed.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from milopt.data.bags import Bags
+from milopt.errors import InvalidDataError, InvalidParameterError, NoSolutionError
+from milopt.estimators.base import MILClassifier, as_bags
+from milopt.estimators.registry import register_method
+
+
+def _models():
+    from milopt.models import batchprob_lp, batchsvm_lp
+
+    return batchsvm_lp, batchprob_lp
+
+
+class _BatchClassifier(MILClassifier):
+    """Shared machinery: linear pre-classifier + batch operator at prediction time."""
+
+    instance_threshold_ = 0.0
+
+    def _needs_coords(self) -> bool:
+        return True
+
+    def _check_coords(self, bags: Bags, what: str):
+        if self._needs_coords() and bags.coords is None:
+            M, _ = _models()
+            raise InvalidDataError(f"{type(self).__name__} ({what}): {M.NO_COORDS_MSG}")
+
+    def _operator(self, bags: Bags):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def pre_scores(self, bags) -> np.ndarray:
+        """Instance-wise pre-classifier values f = X w - γ (no batch information)."""
+        bags = self._check_input(bags)
+        return bags.X @ self.coef_ - self.gamma_
+
+    def predict_instances(self, bags) -> np.ndarray:
+        """Batch-wise instance scores (eq. 5 / eq. 11): the batch operator applied to f."""
+        bags = self._check_input(bags)
+        self._check_coords(bags, "predict")
+        f = bags.X @ self.coef_ - self.gamma_
+        return np.asarray(self._operator(bags) @ f).ravel()
+
+    def predict_instance_labels(self, bags) -> np.ndarray:
+        """0/1 instance labels from the batch-wise scores."""
+        return (self.predict_instances(bags) > self.instance_threshold_).astype(int)
+
+    def score(self, bags, y=None):
+        """Instance-level AUC when ``bags.instance_y`` exists, else bag accuracy."""
+        bags = as_bags(bags, y)
+        if bags.instance_y is not None and np.unique(bags.instance_y).size == 2:
+            from sklearn.metrics import roc_auc_score
+
+            return float(roc_auc_score(bags.instance_y, self.predict_instances(bags)))
+        return super().score(bags)
+
+    @property
+    def intercept_(self) -> float:
+        return -self.gamma_
+
+
+# --------------------------------------------------------------------------- LPs
+class BatchSVMClassifier(_BatchClassifier):
+    """BatchSVM (Vural et al. eq. 4/5): the 1-norm SVM LP with batch constraints, solved by the driver.
+
+    Parameters
+    ----------
+    nu : float
+        Slack cost ν.
+    theta : float
+        Neighbour weight θ; 0 gives the plain 1-norm SVM (no coordinates needed).
+    alpha : float
+        Similarity decay α (thresholded: neighbours within distance 4/α).
+    thresholded : bool
+        R of eq. 13 (0/1) or continuous exp(-α S) (BatchSVM_cont).
+    distance : {'euclidean', 'sqeuclidean'}
+    class_weight : {'balanced', 'none'}
+    solver : str
+        LP backend (``highs`` default; ``scip`` works too).
+    time_limit : float
+        Seconds for the LP solve.
+    """
+
+    def __init__(self, nu=1.0, theta=1.0, alpha=0.5, thresholded=True, distance="euclidean",
+                 class_weight="balanced", solver="highs", time_limit=120.0):
+        self.nu = nu
+        self.theta = theta
+        self.alpha = alpha
+        self.thresholded = thresholded
+        self.distance = distance
+        self.class_weight = class_weight
+        self.solver = solver
+        self.time_limit = time_limit
+
+    def _needs_coords(self) -> bool:
+        return float(self.theta_ if hasattr(self, "theta_") else self.theta) != 0.0
+
+    def _build(self, bags):
+        M, _ = _models()
+        return M.build(bags, nu=self.nu, theta=self.theta, alpha=self.alpha, thresholded=self.thresholded,
+                       distance=self.distance, class_weight=self.class_weight), M.decode
+
+    def _fit(self, bags: Bags):
+        from milopt.solvers import solve
+
+        self._check_coords(bags, "fit")
+        t0 = time.perf_counter()
+        model, decode = self._build(bags)
+        build_s = time.perf_counter() - t0
+        res = solve(model, self.solver, time_limit=self.time_limit)
+        if not res.ok:
+            raise NoSolutionError(f"{self.solver} returned no solution for the batch LP ({res.termination}); "
+                                  "raise time_limit")
+        sol = decode(model)
+        self.coef_ = sol["w"]
+        self.gamma_ = sol["gamma"]
+        self._store_params()
+        self.result_ = res
+        self.labels_source_ = sol["labels"]
+        self.fit_info_ = {"objective": res.objective, "termination": str(res.termination),
+                          "solve_seconds": res.wall_time, "build_seconds": build_s,
+                          "nonzero_weights": int(np.sum(np.abs(self.coef_) > 1e-9)), "labels": sol["labels"]}
+        return self
+
+    def _store_params(self):
+        self.theta_ = float(self.theta)
+
+    def _operator(self, bags: Bags):
+        M, _ = _models()
+        return M.batch_operator(bags, self.theta_, self.alpha, self.thresholded, self.distance)
+
+
+class BatchProbClassifier(BatchSVMClassifier):
+    """BatchProb (Vural et al. eq. 12/11): the LP with V = R(R + σ²I)^{-1}, solved by the driver.
+
+    Parameters
+    ----------
+    nu : float
+        Slack cost ν.
+    alpha : float
+        Prior covariance decay α of R = exp(-α S) (unit diagonal).
+    sigma : float
+        Observation noise σ > 0 (small σ: trust the neighbours more).
+    distance, class_weight, solver, time_limit : see :class:`BatchSVMClassifier`.
+    """
+
+    def __init__(self, nu=1.0, alpha=0.5, sigma=1.0, distance="euclidean", class_weight="balanced", solver="highs",
+                 time_limit=120.0):
+        self.nu = nu
+        self.alpha = alpha
+        self.sigma = sigma
+        self.distance = distance
+        self.class_weight = class_weight
+        self.solver = solver
+        self.time_limit = time_limit
+
+    def _needs_coords(self) -> bool:
+        return True
+
+    def _build(self, bags):
+        _, Q = _models()
+        return Q.build(bags, nu=self.nu, alpha=self.alpha, sigma=self.sigma, distance=self.distance,
+                       class_weight=self.class_weight), Q.decode
+
+    def _store_params(self):
+        pass
+
+    def _operator(self, bags: Bags):
+        _, Q = _models()
+        return Q.posterior_operator(bags, self.alpha, self.sigma, self.distance)
+
+
+# --------------------------------------------------------------------------- proximal
+class BatchPSVMClassifier(_BatchClassifier):
+    """BatchPSVM (eq. 6) / PSVM (θ = 0) / BatchPSVM with learned θ (eq. 7), one linear system per θ.
+
+    Parameters
+    ----------
+    nu : float
+        Weight ν of the squared residuals.
+    theta : float
+        θ (``learn_theta=False``) or the starting θ of the alternating algorithm.
+    alpha : float
+        Similarity decay α.
+    thresholded : bool
+        R of eq. 13 (0/1) or continuous.
+    distance : {'euclidean', 'sqeuclidean'}
+    class_weight : {'balanced', 'none'}
+        Residual weights (see module docstring).
+    learn_theta : bool
+        Learn θ by alternating minimisation (Section 3.3 / Appendix A.2).
+    max_iter : int
+        Alternations at most.
+    tol : float
+        Convergence tolerance on θ (relative).
+    """
+
+    def __init__(self, nu=1.0, theta=1.0, alpha=0.5, thresholded=True, distance="euclidean", class_weight="balanced",
+                 learn_theta=False, max_iter=500, tol=1e-6):
+        self.nu = nu
+        self.theta = theta
+        self.alpha = alpha
+        self.thresholded = thresholded
+        self.distance = distance
+        self.class_weight = class_weight
+        self.learn_theta = learn_theta
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _needs_coords(self) -> bool:
+        if hasattr(self, "theta_"):
+            return self.theta_ != 0.0
+        return bool(self.learn_theta) or float(self.theta) != 0.0
+
+    def _fit(self, bags: Bags):
+        from milopt.algorithms.batchpsvm import fit_batchpsvm
+
+        M, _ = _models()
+        self._check_coords(bags, "fit")
+        d, src = M.training_labels(bags)
+        weights = M.class_costs(d, 1.0, self.class_weight)
+        R = None
+        if self._needs_coords():
+            R = M.similarity(bags, self.alpha, self.thresholded, self.distance)
+        w, gamma, theta, res = fit_batchpsvm(bags.X, d, R, nu=M.check_positive("nu", self.nu),
+                                             theta=M.check_theta(self.theta), learn_theta=bool(self.learn_theta),
+                                             max_iter=self.max_iter, tol=self.tol, weights=weights)
+        self.coef_, self.gamma_, self.theta_ = w, gamma, float(theta)
+        self.result_ = res
+        self.labels_source_ = src
+        self.fit_info_ = {"objective": res.objective, "theta": self.theta_, "iterations": int(res.iterations or 0),
+                          "termination": str(res.termination), "solve_seconds": res.wall_time, "labels": src}
+        return self
+
+    def _operator(self, bags: Bags):
+        M, _ = _models()
+        return M.batch_operator(bags, self.theta_, self.alpha, self.thresholded, self.distance)
+
+
+class LearnedThetaBatchPSVM(BatchPSVMClassifier):
+    """BatchPSVM with θ learned (eq. 7); ``theta`` is the starting value (0: start from PSVM)."""
+
+    def __init__(self, nu=1.0, theta=0.0, alpha=0.5, thresholded=True, distance="euclidean", class_weight="balanced",
+                 learn_theta=True, max_iter=500, tol=1e-6):
+        super().__init__(nu=nu, theta=theta, alpha=alpha, thresholded=thresholded, distance=distance,
+                         class_weight=class_weight, learn_theta=learn_theta, max_iter=max_iter, tol=tol)
+
+
+register_method("batchsvm", BatchSVMClassifier, fixed={"thresholded": True}, needs=("coords",),
+                doc="BatchSVM (Vural et al. 2009, eq. 4): 1-norm SVM LP with thresholded neighbour constraints "
+                    "(HiGHS); theta=0 is the 1-norm SVM")
+register_method("batchsvm-cont", BatchSVMClassifier, fixed={"thresholded": False}, needs=("coords",),
+                doc="BatchSVM_cont: BatchSVM LP with continuous R = exp(-alpha S)")
+register_method("batchprob", BatchProbClassifier, needs=("coords",),
+                doc="BatchProb (Vural et al. eq. 12): LP with the Gaussian-posterior operator V = R(R+sigma^2 I)^-1")
+register_method("psvm", BatchPSVMClassifier, fixed={"theta": 0.0, "learn_theta": False},
+                doc="proximal SVM (Fung & Mangasarian 2001) on instances: one linear system")
+register_method("batchpsvm", BatchPSVMClassifier, fixed={"learn_theta": False}, needs=("coords",),
+                doc="BatchPSVM (Vural et al. eq. 6) for a given theta: one linear system")
+register_method("batchpsvm-learned", LearnedThetaBatchPSVM, fixed={"learn_theta": True}, needs=("coords",),
+                doc="BatchPSVM with theta learned by alternating minimisation (eq. 7)")
