@@ -91,9 +91,8 @@ def posterior_operator(bags: Bags, alpha: float = 1.0, sigma: float = 1.0, dista
         ids = np.flatnonzero(sizes == s)
         idx = ptr[ids][:, None] + np.arange(s)[None, :]          # (k, s) instance rows
         Cb = C[idx]                                               # (k, s, c)
-        sq = np.einsum("kpc,kpc->kp", Cb, Cb)
-        D2 = np.maximum(sq[:, :, None] + sq[:, None, :] - 2.0 * (Cb @ np.swapaxes(Cb, 1, 2)), 0.0)
-        R = np.exp(-alpha * dist(D2))
+        diff = Cb[:, :, None, :] - Cb[:, None, :, :]             # exact zeros on the diagonal
+        R = np.exp(-alpha * dist(np.einsum("kpqc,kpqc->kpq", diff, diff)))
         lam, Q = np.linalg.eigh(R)
         lam_min = min(lam_min, float(lam.min()))
         neg = lam < 0
