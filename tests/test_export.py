@@ -60,7 +60,7 @@ def test_round_trip(solved, tmp_path, suffix):
 
     names = h.getLp().col_names_
     for j, name in enumerate(names):
-        hit = re.fullmatch(r"zeta\W?(\d+)\W?", name)
+        hit = re.fullmatch(r"zeta[\W_]?(\d+)[\W_]?", name)
         if hit:
             v = round(m.zeta[int(hit.group(1))].value)
             h.changeColBounds(j, v, v)

@@ -236,6 +236,16 @@ def _extract(model, obj) -> MatrixForm:
     col_lb = np.array([-INF if v.lb is None else float(v.lb) for v in V])
     col_ub = np.array([INF if v.ub is None else float(v.ub) for v in V])
     integ = np.array([v.is_integer() or v.is_binary() for v in V], dtype=bool)
+    if integ.any() and not integ[np.argmax(integ):].all():
+        # integer columns last: HiGHS's MPS writer leaves a continuous column without matrix
+        # entries that follows an integer column inside the INTORG/INTEND markers (it is then
+        # read back as integer)
+        perm = np.argsort(integ, kind="stable")
+        A = A[:, perm]
+        c = c[perm]
+        Q = None if Q is None else sp.csc_matrix(Q[perm][:, perm])
+        col_lb, col_ub, integ = col_lb[perm], col_ub[perm], integ[perm]
+        V = [V[j] for j in perm]
     sense = 1 if obj.sense == pe.minimize else -1
     return MatrixForm(c=c, c0=float(repn.constant or 0.0), Q=Q, A=A, row_lb=lb, row_ub=ub, col_lb=col_lb,
                       col_ub=col_ub, integrality=integ.astype(bool), col_names=[v.name for v in V], row_names=names,
