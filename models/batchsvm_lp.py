@@ -155,7 +155,7 @@ def within_batch_pairs(ptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return p[keep], q[keep]
 
 
-def similarity(bags: Bags, alpha: float = 1.0, thresholded: bool = True, distance: str = "euclidean") -> sp.csr_matrix:
+def similarity(bags: Bags, alpha: float = 0.5, thresholded: bool = True, distance: str = "euclidean") -> sp.csr_matrix:
     """Block-diagonal within-batch similarity R (n_instances x n_instances, zero diagonal).
 
     Parameters
@@ -195,7 +195,7 @@ def similarity(bags: Bags, alpha: float = 1.0, thresholded: bool = True, distanc
     return sp.csr_matrix((vals, (p, q)), shape=(n, n))
 
 
-def batch_operator(bags: Bags, theta: float = 1.0, alpha: float = 1.0, thresholded: bool = True,
+def batch_operator(bags: Bags, theta: float = 1.0, alpha: float = 0.5, thresholded: bool = True,
                    distance: str = "euclidean") -> sp.csr_matrix:
     """P = blockdiag(theta R^j + I) as a sparse matrix; the identity when theta == 0 (no coordinates needed)."""
     theta = check_theta(theta)

@@ -1,7 +1,7 @@
 r"""Batch-wise classifiers of Vural et al. (JMLR 2009): BatchSVM, BatchSVM_cont, BatchProb, PSVM, BatchPSVM.
 
-``milopt fit`` names (all need instance coordinates ``Bags.coords`` except ``psvm``, and
-``batchsvm`` with ``--set theta=0``):
+``milopt fit`` names (all need instance coordinates ``Bags.coords`` except ``psvm`` and
+``svm-l1``; the CLI refuses the others on data without coordinates before fitting):
 
 ============================  ==========================================================
 ``batchsvm``                  BatchSVM LP (eq. 4) with the thresholded R of eq. 13, HiGHS
@@ -10,6 +10,7 @@ r"""Batch-wise classifiers of Vural et al. (JMLR 2009): BatchSVM, BatchSVM_cont,
 ``psvm``                      proximal SVM (Fung & Mangasarian), θ = 0
 ``batchpsvm``                 BatchPSVM (eq. 6), one linear system for given θ
 ``batchpsvm-learned``         BatchPSVM with θ learned by the alternating algorithm (eq. 7)
+``svm-l1``                    1-norm SVM LP (eq. 1 = BatchSVM with θ = 0), no coordinates
 ============================  ==========================================================
 
 **Batch classification.**  A bag is a *batch* (an image); every instance (candidate) has a
@@ -282,6 +283,9 @@ class LearnedThetaBatchPSVM(BatchPSVMClassifier):
 register_method("batchsvm", BatchSVMClassifier, fixed={"thresholded": True}, needs=("coords",),
                 doc="BatchSVM (Vural et al. 2009, eq. 4): 1-norm SVM LP with thresholded neighbour constraints "
                     "(HiGHS); theta=0 is the 1-norm SVM")
+register_method("svm-l1", BatchSVMClassifier, fixed={"theta": 0.0},
+                doc="1-norm SVM LP on instances (Vural et al. eq. 1 = BatchSVM with theta=0); instance labels, "
+                    "or bag labels copied to instances; no coordinates needed")
 register_method("batchsvm-cont", BatchSVMClassifier, fixed={"thresholded": False}, needs=("coords",),
                 doc="BatchSVM_cont: BatchSVM LP with continuous R = exp(-alpha S)")
 register_method("batchprob", BatchProbClassifier, needs=("coords",),
