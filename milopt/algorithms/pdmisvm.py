@@ -171,14 +171,14 @@ def objective_loop(W, b, X, ptr, y, C):
 
 
 # ----------------------------------------------------------------------------- max prox
-def _seg_argmax_cols(V, starts, bag, mx):
+def _seg_argmax_cols(V, starts, sizes, mx):
     """First row index of the maximum of each column within each bag, shape (n_bags, K)."""
     n = V.shape[0]
-    cand = np.where(V >= mx[bag], np.arange(n)[:, None], n)
+    cand = np.where(V >= np.repeat(mx, sizes, axis=0), np.arange(n)[:, None], n)
     return np.minimum.reduceat(cand, starts, axis=0)
 
 
-def prox_bag_max(Phi, A, ptr, bag=None, mode="exact", max_rounds=None):
+def prox_bag_max(Phi, A, ptr, mode="exact", max_rounds=None):
     r"""Block minimiser of :math:`\tfrac12(\max_j t_j - a)^2 + \tfrac12\|t - \phi\|^2` for every bag and column.
 
     ``exact``: the minimiser caps the entries above a level :math:`\tau` at :math:`\tau`,
@@ -207,10 +207,9 @@ def prox_bag_max(Phi, A, ptr, bag=None, mode="exact", max_rounds=None):
     """
     ptr = np.asarray(ptr)
     starts = ptr[:-1]
-    if bag is None:
-        bag = np.repeat(np.arange(starts.size), np.diff(ptr))
+    sizes = np.diff(ptr)
     mx = np.maximum.reduceat(Phi, starts, axis=0)
-    am = _seg_argmax_cols(Phi, starts, bag, mx)
+    am = _seg_argmax_cols(Phi, starts, sizes, mx)
     tau = 0.5 * (A + mx)
     cols = np.broadcast_to(np.arange(Phi.shape[1]), am.shape)
     if mode == "paper":
@@ -218,19 +217,19 @@ def prox_bag_max(Phi, A, ptr, bag=None, mode="exact", max_rounds=None):
         T[am, cols] = tau
         return T, np.maximum.reduceat(T, starts, axis=0), 0
     if max_rounds is None:
-        max_rounds = int(np.diff(ptr).max()) + 2
+        max_rounds = int(sizes.max()) + 2
     rounds = 0
     if np.any(tau < mx):
         cnt_prev = None
         for rounds in range(1, max_rounds + 1):
-            above = Phi > tau[bag]
+            above = Phi > np.repeat(tau, sizes, axis=0)
             cnt = np.add.reduceat(above, starts, axis=0)
             if cnt_prev is not None and np.array_equal(cnt, cnt_prev):
                 break
             s = np.add.reduceat(np.where(above, Phi, 0.0), starts, axis=0)
             tau = np.where(cnt > 0, (A + s) / (1.0 + cnt), tau)
             cnt_prev = cnt
-    T = np.minimum(Phi, tau[bag])
+    T = np.minimum(Phi, np.repeat(tau, sizes, axis=0))
     raise_ = tau >= mx                           # only the argmax moves (upwards)
     if np.any(raise_):
         T[am[raise_], cols[raise_]] = tau[raise_]
@@ -421,10 +420,10 @@ def pdmisvm_admm(X, ptr, y, K=None, *, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, t
     for it in range(1, p["max_iter"] + 1):
         im = 1.0 / mu
         # ---- W (per class, all classes at once)
-        Ur = U + Xi * im
+        urow = (U + Xi * im).sum(axis=1)            # sum over the K copies of the own-class row
         if variant == "exact":
             G = T + The * im - b
-            G[rows, yi] += Ur.sum(axis=1) - K * b[yi]
+            G[rows, yi] += urow - K * b[yi]
             rhs = X.T @ G
             for m in range(K):
                 lam, V = eig[m]
@@ -432,7 +431,7 @@ def pdmisvm_admm(X, ptr, y, K=None, *, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, t
             P = X @ W
         else:
             G = T - Pb + The * im
-            G[rows, yi] += Ur.sum(axis=1) - K * py
+            G[rows, yi] += urow - K * py
             g = W - mu * (X.T @ G)
             Xg = X @ g
             gg = np.einsum("ij,ij->j", g, g)
@@ -443,7 +442,7 @@ def pdmisvm_admm(X, ptr, y, K=None, *, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, t
             P -= Xg * s
         # ---- b
         num = (T - P + The * im).sum(axis=0)
-        num += np.bincount(yi, weights=Ur.sum(axis=1) - K * P[rows, yi], minlength=K)
+        num += np.bincount(yi, weights=urow - K * P[rows, yi], minlength=K)
         b = num / (n + K * n_own)
         Pb = P + b
         py = Pb[rows, yi]
@@ -456,8 +455,8 @@ def pdmisvm_admm(X, ptr, y, K=None, *, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, t
         Q = 0.5 * (Y - E + R - Lam * im + Tmax - Sig * im)
         R = 0.5 * (E - Y + Q + Lam * im + Umax - Omg * im)
         # ---- T, U: prox of the bag maximum
-        T, Tmax, r1 = prox_bag_max(Pb - The * im, Q + Sig * im, ptr, bag, max_prox)
-        U, Umax, r2 = prox_bag_max(py[:, None] - Xi * im, R + Omg * im, ptr, bag, max_prox)
+        T, Tmax, r1 = prox_bag_max(Pb - The * im, Q + Sig * im, ptr, max_prox)
+        U, Umax, r2 = prox_bag_max(py[:, None] - Xi * im, R + Omg * im, ptr, max_prox)
         prox_rounds = max(prox_rounds, r1, r2)
         # ---- residuals and multipliers
         rE = E - Y + Q - R
