@@ -353,6 +353,13 @@ def _pyomo_write(model, target: Path, fmt: str) -> dict:
     if fmt == ".lp":
         text = target.read_text()
         target.write_text(re.sub(r"\s\^\s2\b", "^2", text))
+    else:
+        # Pyomo repeats the "SOS" section header before every set; SCIP's MPS reader accepts
+        # one section holding all sets ("syntax error" otherwise)
+        text = target.read_text()
+        k = text.find("\nSOS\n")
+        if k >= 0:
+            target.write_text(text[:k + 5] + re.sub(r"^SOS\n", "", text[k + 5:], flags=re.M))
     return model_size(model, exact=False)
 
 
