@@ -107,7 +107,11 @@ def _fit_eval(spec, params, seed, Btr: Bags, Bte: Bags | None, scale: bool) -> d
     for k, v in info.items():
         if isinstance(v, (bool, int, float, str)) and k not in row:
             row[k] = v
-    return _finite(row)
+    row = _finite(row)
+    hist = getattr(est, "history_", None)  # per-iteration records of native algorithms (--json)
+    if hist:
+        row["history"] = [_finite(dict(h)) for h in hist]
+    return row
 
 
 def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | None = None, seed: int = 0,
@@ -130,6 +134,8 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     out = {"method": method, "data": data_info(bags), "params": params, "seed": seed}
     if not cv:
         out["train"] = _fit_eval(spec, params, seed, bags, None, scale)
+        if "history" in out["train"]:
+            out["history"] = out["train"].pop("history")
         out["mean"] = out["train"]
         return out
     folds = list(bag_folds(bags, int(cv), seed))
