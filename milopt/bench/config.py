@@ -316,9 +316,9 @@ def expand(cfg: dict, *, warn=True) -> list[Run]:
             sc = solver_cfg.get(s, {})
             backend = sc.get("backend", s)
             if backend not in known_backends:
-                raise InvalidParameterError(f"solve {f}: unknown solver {s!r} (backend {backend!r}); known: "
-                                            f"{', '.join(sorted(known_backends))}; define variants as "
-                                            f"[solvers.NAME] backend = \"scip\"")
+                say(f"bench: unknown solver {s!r} (backend {backend!r}); its runs are skipped (known: "
+                    f"{', '.join(sorted(known_backends))}; define variants as [solvers.NAME] backend = \"scip\")")
+                continue
             if backend not in inst:
                 say(f"bench: solver {s!r} is not installed; its runs are skipped")
                 continue
@@ -327,7 +327,12 @@ def expand(cfg: dict, *, warn=True) -> list[Run]:
                 raise InvalidParameterError(f"solvers.{s}.options: this milopt's runner.run_solve takes no "
                                             "native solver options; remove them")
             threads = sc.get("threads", top_threads)
+            accepted = set(getattr(forms[f], "PARAMS", {})) | {"coords", "scale"}
             for params in grid(e.get("params", {})):
+                unknown = [k for k in params if k not in accepted]
+                if unknown:
+                    raise InvalidParameterError(f"solve {f}: unknown parameter(s) {unknown}; accepted: "
+                                                f"{', '.join(sorted(accepted))}")
                 for d in _str_list(e.get("data", top_data), "data", "solve"):
                     for seed in _int_list(e.get("seeds", top_seeds), "seeds", "solve"):
                         spec = {"kind": "solve", "formulation": f, "data": d, "params": params, "solver": s,

@@ -62,6 +62,16 @@ def _forkserver():
         return _CTX
 
 
+def warm_up(requested: str = "auto") -> None:
+    """Start the fork server (and its imports) in the background while the caller does other work."""
+    if isolation_mode(requested) != "forkserver":
+        return
+    from multiprocessing import forkserver
+
+    _forkserver()
+    threading.Thread(target=forkserver.ensure_running, name="milopt-forkserver-warmup", daemon=True).start()
+
+
 def isolation_mode(requested: str = "auto") -> str:
     """``forkserver`` or ``subprocess`` (``auto``: fork server unless this is a daemonic process)."""
     env = os.environ.get("MILOPT_BENCH_ISOLATION")

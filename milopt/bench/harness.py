@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from milopt.bench.config import expand, load_config
-from milopt.bench.execute import COLUMNS, iter_dask, iter_local
+from milopt.bench.execute import COLUMNS, iter_dask, iter_local, warm_up
 from milopt.errors import InvalidParameterError
 
 
@@ -161,6 +161,8 @@ def run_bench(config=None, out="bench-out", *, jobs: int | None = None, schedule
         ``total``, ``skipped``, ``executed``, ``failures``, ``seconds``, ``out``, ``table``.
     """
     cfg = config if isinstance(config, dict) else load_config(config)
+    if scheduler is None:
+        warm_up(cfg.get("isolation", "auto"))  # fork server imports in parallel with the expansion
     runs = expand(cfg)
     store = RunStore(out)
     if store.exists() and not resume:

@@ -4,7 +4,9 @@ Definitions (see docs/bench.md):
 
 * **solved**: a solve run is solved when it ended with proven optimality (termination
   ``optimal``); a fit run when it finished and its method reported no failure termination
-  (time / iteration limit, error, interruption).
+  (time limit, error, interruption, infeasible/unbounded).  A fit that stopped at its
+  iteration limit still produced a usable model: it counts as solved, and the ``iter_limit``
+  column counts it.
 * **time**: solver wall time for solves, fitting seconds for fits; a run that is not solved
   is charged its time limit (a killed or crashed run too).
 * **shifted geometric mean** with shift :math:`s = 10` s:
@@ -31,8 +33,8 @@ import pandas as pd
 from milopt.errors import InvalidParameterError
 
 SHIFT = 10.0
-FAIL_TERMINATIONS = {"time_limit", "iteration_limit", "error", "interrupted", "infeasible", "unbounded",
-                     "infeasible_or_unbounded", "unknown"}
+#: terminations of a fit that count as a failure (an iteration limit does not: the model is usable)
+FIT_FAILURES = {"time_limit", "error", "interrupted", "infeasible", "unbounded", "infeasible_or_unbounded"}
 OPT_GAP = 1e-6
 _STR_COLS = ["run_id", "kind", "problem", "instance", "contender", "data", "formulation", "method", "params",
              "solver", "outcome", "status", "termination", "error", "extra", "solver_options"]
@@ -56,7 +58,7 @@ def solved_mask(df: pd.DataFrame) -> pd.Series:
     ok = df["outcome"] == "ok"
     term = df["termination"].fillna("")
     solve = (df["kind"] == "solve") & ok & (term == "optimal")
-    fit = (df["kind"] == "fit") & ok & ~term.isin(FAIL_TERMINATIONS)
+    fit = (df["kind"] == "fit") & ok & ~term.isin(FIT_FAILURES)
     return solve | fit
 
 
@@ -92,6 +94,7 @@ def summary_table(df: pd.DataFrame, shift: float = SHIFT) -> pd.DataFrame:
         sol = solved_mask(att)
         r = {"kind": kind, "contender": cont, "runs": len(att), "solved": int(sol.sum()),
              "time_limit": int((att["termination"] == "time_limit").sum()),
+             "iter_limit": int((att["termination"] == "iteration_limit").sum()),
              "killed": int((att["outcome"] == "killed").sum()), "errors": int((att["outcome"] == "error").sum()),
              "unsupported": int((g["outcome"] == "unsupported").sum()),
              "sgm_time": shifted_geomean(charged_times(att), shift) if len(att) else float("nan")}
@@ -160,7 +163,7 @@ def read_solu(path) -> dict:
     return out
 
 
-def solu_entries(df: pd.DataFrame, existing: dict | None = None, tol: float = 1e-6) -> tuple[dict, list]:
+def solu_entries(df: pd.DataFrame, existing: dict | None = None, tol: float = 1e-5) -> tuple[dict, list]:
     """Best known objective per instance from the solve rows, merged with ``existing``.
 
     Returns ``(entries, conflicts)``; a conflict is two proven optima that differ by more
