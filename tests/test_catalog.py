@@ -163,3 +163,118 @@ def test_highs_refused_for_sos():
     m = models.get("misvm-bigm").build(tiny_bags(), norm="l1", disjunction="sos1")
     with pytest.raises(UnsupportedProblemError, match="highs cannot solve MILP with SOS.*scip"):
         solve(m, "highs")
+
+
+def test_extract_follows_modifications_after_build(monkeypatch):
+    """The cached-matrix fast path of extract() notices rows replaced, deactivated or added and
+    variables fixed after build; the result is solved by HiGHS from the matrices and compared
+    with Pyomo's own HiGHS interface, which reads the expressions."""
+    import pyomo.environ as pe
+
+    import importlib
+
+    E = importlib.import_module("milopt.solvers.export")  # the package attribute `export` is the function
+
+    m = models.get("misvm-bigm").build(tiny_bags(), norm="l1")
+    seen = []
+    orig = E._linear_rows_generic
+    monkeypatch.setattr(E, "_linear_rows_generic", lambda cons, cols: (seen.extend(c.name for c in cons), orig(cons, cols))[1])
+    base = E.extract(m)
+    assert seen == []  # untouched model: every row from the cached matrices
+    n_rows = base.A.shape[0]
+    m.margin[0].deactivate()
+    m.margin[1].set_value(m.margin[1].body >= 0.5)
+    m.w[0].fix(0.1)
+    m.zeta[next(iter(m.ZETA))].fix(1)
+    m.extra = pe.Constraint(expr=pe.inequality(-0.3, m.b + m.w[1], 0.2))
+    mf = E.extract(m)
+    assert sorted(seen) == ["extra", "margin[1]"]
+    assert mf.A.shape[0] == n_rows  # -1 deactivated, +1 added
+    assert "w[0]" not in mf.col_names  # fixed: substituted
+    h = E.to_highs(mf)
+    h.run()
+    ref = solve(m, "highs", mip_gap=1e-9)
+    assert ref.ok
+    assert h.getInfo().objective_function_value == pytest.approx(ref.objective, rel=REL, abs=ABS)
+
+
+def _l1_brute_force(bags, C=1.0):
+    """min over every witness selection of the 1-norm SVM LP with that selection (scipy linprog)."""
+    import itertools
+
+    from scipy.optimize import linprog
+
+    from milopt.models.misvm_bigm import bag_costs
+
+    X, d, B = bags.X, bags.n_features, bags.n_bags
+    costs = bag_costs(bags, C)
+    ptr = bags.bag_ptr
+    pos = np.flatnonzero(bags.y == 1)
+    neg_rows = np.flatnonzero(bags.y[bags.bag_index] == 0)
+    nv = 2 * d + 1 + B  # w, b, xi, v
+    c = np.concatenate([np.zeros(d + 1), costs, np.ones(d)])
+    best = np.inf
+    for sel in itertools.product(*[range(ptr[I], ptr[I + 1]) for I in pos]):
+        rows = np.concatenate([neg_rows, np.array(sel)])
+        sgn = np.where(bags.y[bags.bag_index[rows]] == 1, 1.0, -1.0)
+        A = np.zeros((rows.size + 2 * d, nv))
+        A[:rows.size, :d] = -sgn[:, None] * X[rows]
+        A[:rows.size, d] = -sgn
+        A[np.arange(rows.size), d + 1 + bags.bag_index[rows]] = -1.0
+        k = np.arange(d)
+        A[rows.size + k, k] = 1.0
+        A[rows.size + k, d + 1 + B + k] = -1.0
+        A[rows.size + d + k, k] = -1.0
+        A[rows.size + d + k, d + 1 + B + k] = -1.0
+        bub = np.concatenate([-np.ones(rows.size), np.zeros(2 * d)])
+        bounds = [(None, None)] * (d + 1) + [(0, None)] * (B + d)
+        r = linprog(c, A_ub=A, b_ub=bub, bounds=bounds, method="highs")
+        best = min(best, r.fun)
+    return best
+
+
+def test_l1_and_sos1_variants_equal_brute_force_minimum():
+    """The L1 MILP (valid Hölder big-M and SOS1 form) reaches the minimum over all witness
+    selections of the 1-norm SVM LP; the SOS1 form of the ½‖w‖² model equals its big-M form."""
+    bags = tiny_bags(1)
+    best = _l1_brute_force(bags)
+    mod = models.get("misvm-bigm")
+    for params, solver in (({"norm": "l1"}, "highs"), ({"norm": "l1"}, "scip"),
+                           ({"norm": "l1", "disjunction": "sos1"}, "scip")):
+        m = mod.build(bags, **params)
+        r = solve(m, solver, mip_gap=1e-9)
+        assert r.objective == pytest.approx(best, rel=REL, abs=ABS), (params, solver)
+        sol = mod.decode(m)
+        assert mod.objective_value(bags, sol["w"], sol["b"], norm="l1") == pytest.approx(best, rel=1e-4, abs=1e-5)
+    a = solve(mod.build(bags), "scip", mip_gap=1e-9).objective
+    b = solve(mod.build(bags, disjunction="sos1"), "scip", mip_gap=1e-9).objective
+    assert a == pytest.approx(b, rel=REL, abs=ABS)
+
+
+def test_l1_big_m_is_valid_and_tight():
+    """L1 big-M: F0 · max_j ||z_i - z_j||_inf, never below the violation a non-witness needs."""
+    from milopt.models.misvm_bigm import bag_costs, linf_spread, trivial_upper_bound, valid_big_m
+
+    bags = tiny_bags(2)
+    costs = bag_costs(bags, 1.0)
+    L = valid_big_m(bags, costs, norm="l1")
+    ptr = bags.bag_ptr
+    for I in range(bags.n_bags):
+        Z = bags.X[ptr[I]:ptr[I + 1]]
+        spread = np.abs(Z[:, None, :] - Z[None, :, :]).max(axis=2).max(axis=1)
+        np.testing.assert_allclose(linf_spread(bags)[ptr[I]:ptr[I + 1]], spread)
+    np.testing.assert_allclose(L, trivial_upper_bound(costs, bags.y) * linf_spread(bags))
+    m = models.get("misvm-bigm").build(bags, norm="l1")
+    solve(m, "highs", mip_gap=1e-9)
+    sol = models.get("misvm-bigm").decode(m)
+    s = bags.X @ sol["w"] + sol["b"]
+    need = 1 - sol["xi"][bags.bag_index] - s
+    inpos = bags.y[bags.bag_index] == 1
+    assert np.all(L[inpos] >= need[inpos] - 1e-6)
+
+
+def test_indicator_refused_with_reason():
+    from milopt.errors import UnsupportedProblemError
+
+    with pytest.raises(UnsupportedProblemError, match="indicator.*sos1"):
+        models.get("misvm-bigm").build(tiny_bags(), disjunction="indicator")
