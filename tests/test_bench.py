@@ -160,6 +160,17 @@ def test_summary_table_hand_made():
     assert s.loc["A", "sgm_ratio"] == pytest.approx(s.loc["A", "sgm_time"] / s.loc["B", "sgm_time"])
 
 
+def test_fit_iteration_limit_is_solved_time_limit_is_not():
+    df = pd.DataFrame({"kind": "fit", "contender": "m", "problem": ["a", "b", "c"], "outcome": "ok",
+                       "termination": ["iteration_limit", "time_limit", ""], "time": [2.0, 12.0, 3.0],
+                       "time_limit": 10.0, "kill_after": 50.0, "gap": np.nan, "objective": 1.0,
+                       "bag_accuracy": [1.0, 0.5, 0.75], "bag_auc": [1.0, 0.5, 0.5]})
+    s = summary_table(df).iloc[0]
+    assert s["solved"] == 2 and s["iter_limit"] == 1 and s["time_limit"] == 1
+    assert s["sgm_time"] == pytest.approx(shifted_geomean([2.0, 10.0, 3.0]))
+    assert s["bag_accuracy"] == pytest.approx(0.75) and math.isnan(s["mean_gap"])
+
+
 def test_solu_entries_and_merge(tmp_path):
     df = pd.DataFrame({
         "kind": "solve", "instance": ["x", "x", "y", "z", "w"], "outcome": ["ok", "ok", "ok", "ok", "killed"],
