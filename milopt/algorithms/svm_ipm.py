@@ -82,11 +82,16 @@ def _ipm(K, y, groups, caps, tol=1e-9, max_iter=100):
         dz_a = z / alpha
         w = lam / s
         M = Q + np.diag(dz_a) + same * w[g][:, None]
-        try:
-            cf = sla.cho_factor(M, lower=True, check_finite=False)
-        except np.linalg.LinAlgError:
-            M[np.diag_indices(n)] += 1e-10 * scale
-            cf = sla.cho_factor(M, lower=True, check_finite=False)
+        reg = 0.0
+        while True:   # late iterations can lose definiteness to rounding: regularise minimally
+            try:
+                cf = sla.cho_factor(M, lower=True, check_finite=False)
+                break
+            except np.linalg.LinAlgError:
+                reg = 1e-12 * (np.trace(M) / n) if reg == 0.0 else reg * 100.0
+                if reg > 1e-2 * np.trace(M) / n:
+                    raise NoSolutionError("svm-ipm: Newton matrix not positive definite; try the smo solver") from None
+                M[np.diag_indices(n)] += reg
         v = sla.cho_solve(cf, y, check_finite=False)
         yv = float(y @ v)
 

@@ -236,13 +236,17 @@ class MISVMHeuristic(_KernelMIL):
     summary : {None, 'univ1', 'univ2', 'univ1+cor', 'univ2+cor'}
         Summary features of distributional instances (Kent & Yu's mi-SVM baselines).
     scale_samples : bool
+    scale_C : bool
+        Divide C by the size of the effective set (negative instances + positive bags), the
+        convention of the misvm package (``scale_C=True`` there by default).
     random_state : int
     """
 
     def __init__(self, C=1.0, kernel="linear", gamma=None, slack="instance", class_weight="kent-yu", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary=None,
-                 scale_samples=True, random_state=0):
+                 scale_samples=True, scale_C=False, random_state=0):
         self.C = C
+        self.scale_C = scale_C
         self.kernel = kernel
         self.gamma = gamma
         self.slack = slack
@@ -266,7 +270,10 @@ class MISVMHeuristic(_KernelMIL):
             raise InvalidParameterError("MI-SVM: binary bag labels are required")
         t0 = time.perf_counter()
         K, X = self._prepare(bags)
-        res = misvm_alternate(K, bags, C=self.C, class_weight=self.class_weight, slack=self.slack, init=self.init,
+        C = self.C
+        if self.scale_C:
+            C = C / float(np.sum(bags.instance_bag_y == 0) + bags.positive_bags)
+        res = misvm_alternate(K, bags, C=C, class_weight=self.class_weight, slack=self.slack, init=self.init,
                               restarts=int(self.restarts), max_iter=int(self.max_iter), tol=self.tol,
                               random_state=self.random_state, solver=self.solver,
                               X=X if self.kernel_ == "linear" else None)
@@ -285,10 +292,10 @@ class MISMMHeuristic(MISVMHeuristic):
 
     def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=True, summary=None,
-                 scale_samples=True, random_state=0):
+                 scale_samples=True, scale_C=False, random_state=0):
         super().__init__(C=C, kernel=kernel, gamma=gamma, slack=slack, class_weight=class_weight, init=init,
                          restarts=restarts, max_iter=max_iter, solver=solver, tol=tol, distributional=distributional,
-                         summary=summary, scale_samples=scale_samples, random_state=random_state)
+                         summary=summary, scale_samples=scale_samples, scale_C=scale_C, random_state=random_state)
 
 
 class MISVMSummary(MISVMHeuristic):
@@ -296,10 +303,10 @@ class MISVMSummary(MISVMHeuristic):
 
     def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary="univ1",
-                 scale_samples=True, random_state=0):
+                 scale_samples=True, scale_C=False, random_state=0):
         super().__init__(C=C, kernel=kernel, gamma=gamma, slack=slack, class_weight=class_weight, init=init,
                          restarts=restarts, max_iter=max_iter, solver=solver, tol=tol, distributional=distributional,
-                         summary=summary, scale_samples=scale_samples, random_state=random_state)
+                         summary=summary, scale_samples=scale_samples, scale_C=scale_C, random_state=random_state)
 
 
 # ------------------------------------------------------------------------- mi-SVM
