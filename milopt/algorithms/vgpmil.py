@@ -358,8 +358,19 @@ def _entropy(pi):
     return -(xlogy(pi, pi) + xlogy(1.0 - pi, 1.0 - pi))
 
 
+def _scaled(logH, a):
+    """logH · a with 0 where a == 0 (so that H = ∞ imposes the constraint exactly, never inf·0)."""
+    if not math.isinf(logH):
+        return logH * a
+    with np.errstate(invalid="ignore"):
+        return np.where(a != 0.0, logH * a, 0.0)
+
+
 def _pi_block(pi, mu, T_inst, ptr, logH, T_bag):
-    """π-dependent part of the ELBO: Σ π_n μ_n + Σ_b log H E[G_b] + Σ H(π_n)."""
+    """π-dependent part of the ELBO: Σ π_n μ_n − log H Σ_b (1 − E[G_b]) + Σ H(π_n).
+
+    (log H · E[G_b] − log(H + 1) = −log H (1 − E[G_b]) − log(1 + 1/H); the constant is added by the caller.)
+    """
     q = 1.0 - pi
     zero = q <= 0.0
     with np.errstate(divide="ignore"):
@@ -367,14 +378,15 @@ def _pi_block(pi, mu, T_inst, ptr, logH, T_bag):
     Lb = segment_sum(lq, ptr)
     Zb = segment_sum(zero.astype(np.int64), ptr)
     Pb = np.where(Zb > 0, 0.0, np.exp(Lb))                  # Π (1 - π_j)
-    EG = np.where(T_bag == 1, 1.0 - Pb, Pb)
-    return float(pi @ mu + logH * EG.sum() + _entropy(pi).sum())
+    miss = np.where(T_bag == 1, Pb, 1.0 - Pb)               # 1 − E[G_b]
+    return float(pi @ mu - _scaled(logH, miss).sum() + _entropy(pi).sum())
 
 
 def _pi_update(pi, mu, T_inst, ptr, logH, T_bag, max_halvings=30):
     """Jacobi proposal (eq. 28) taken with a backtracking step that never lowers the π-block."""
     P = 1.0 - expected_max_others(pi, ptr)                  # Π_{j≠n}(1 - π_j)
-    prop = expit(mu + logH * (2.0 * T_inst - 1.0) * P)
+    with np.errstate(invalid="ignore"):
+        prop = expit(mu + _scaled(logH, (2.0 * T_inst - 1.0) * P))
     f0 = _pi_block(pi, mu, T_inst, ptr, logH, T_bag)
     d = prop - pi
     step = 1.0
@@ -488,7 +500,7 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=100, inducing_init="kmeans", var
         lengthscale = median_sq_distance(X, random_state=random_state)
     if not lengthscale > 0:
         raise InvalidParameterError(f"lengthscale: must be > 0, got {lengthscale}")
-    logH = math.log(H) if math.isfinite(H) else 700.0
+    logH = math.log(H)                                      # inf when H = inf
     sizes = np.diff(ptr)
     T_inst = np.repeat(y, sizes).astype(float)
     if Z is None:
@@ -539,9 +551,8 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=100, inducing_init="kmeans", var
             pi = new
         # ELBO (c tight: the θ terms cancel)
         kl = 0.5 * (float(np.trace(St)) + float(mw @ mw) - M + 2.0 * float(np.log(np.diag(R)).sum()))
-        log_norm = math.log1p(H) if math.isfinite(H) else logH
         elbo = (-0.5 * float(mu.sum()) + float(gsm.log_psi(c).sum()) + gsm.const * X.shape[0] - kl
-                + _pi_block(pi, mu, T_inst, ptr, logH, y) - (ptr.size - 1) * log_norm)
+                + _pi_block(pi, mu, T_inst, ptr, logH, y) - (ptr.size - 1) * math.log1p(1.0 / H))
         rec = {"iteration": it, "elbo": elbo, "objective": elbo, "kl": kl, "max_dpi": dpi, "pi_step": step,
                "seconds": time.perf_counter() - t_start}
         post = VGPMILPosterior(Z, float(variance), float(lengthscale), L, R, mw, jitter)

@@ -56,7 +56,8 @@ class VGPMILClassifier(MILClassifier):
         Relative ELBO change that ends the coordinate ascent.
     validation_fraction : float
         Fraction of the training bags held out (stratified) for inner validation; 0 disables it
-        (then ``lengthscale='auto'`` means 0.25 × median and all epochs run to convergence).
+        (then ``lengthscale='auto'`` takes the middle multiplier of the grid and the coordinate
+        ascent runs to convergence).
     patience : int
         Early stopping: epochs without improvement of the validation bag AUC.
     refit : bool
@@ -77,6 +78,7 @@ class VGPMILClassifier(MILClassifier):
     """
 
     threshold_ = 0.5
+    instance_threshold_ = 0.5
 
     def __init__(self, theta="gamma", alpha=1.0, beta=1.0, n_inducing=200, inducing_init="kmeans", variance=1.0,
                  lengthscale="auto", lengthscale_grid=(0.25,), H=1e12, warmup=0, max_iter=100, tol=1e-5,
@@ -155,10 +157,7 @@ class VGPMILClassifier(MILClassifier):
             candidates = [float(self.lengthscale)]
         use_val = float(self.validation_fraction) > 0 and bags.n_bags >= 10
         selection = []
-        chosen_l, chosen_epochs = (candidates[len(candidates) // 2] if self.lengthscale == "auto" and not use_val
-                                   else candidates[0]), int(self.max_iter)
-        if self.lengthscale == "auto" and not use_val:
-            chosen_l = 0.25 * med
+        chosen_l, chosen_epochs = candidates[len(candidates) // 2], int(self.max_iter)
         inner_model = None
         # inducing inputs: unsupervised, from all training instances, shared by the inner fits and the refit
         Z = inducing_points(bags.X, M, self.inducing_init, seed)

@@ -1,0 +1,256 @@
+"""Tests of the sparse variational GP MIL (VGPMIL / G-VGPMIL) algorithm and estimator."""
+from __future__ import annotations
+
+import itertools
+import math
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+import milopt
+import milopt.metrics
+import milopt.solvers
+from milopt.algorithms.vgpmil import (expected_max_others, fit_vgpmil, make_gsm, rbf_kernel, theta_from_psi,
+                                      theta_gamma, theta_pg)
+from milopt.data.bags import Bags
+from milopt.errors import InvalidDataError, InvalidParameterError
+from milopt.estimators.registry import get_method
+from milopt.estimators.vgpmil import VGPMILClassifier
+
+
+# ----------------------------------------------------------------------------- θ(c)
+def _fd_theta(log_psi, c, h=1e-5):
+    """-ψ'(c)/(cψ(c)) = -(d/dc log ψ)(c) / c by central differences."""
+    return -(log_psi(c + h) - log_psi(c - h)) / (2 * h) / c
+
+
+@pytest.mark.parametrize("c", [1e-3, 0.1, 0.7, 1.0, 2.5, 5.0, 12.0, 40.0])
+def test_theta_pg_matches_finite_differences(c):
+    log_psi = lambda t: np.log(1.0 / np.cosh(t / 2.0))  # noqa: E731  ψ(c) = sech(c/2)
+    assert theta_pg(c) == pytest.approx(_fd_theta(log_psi, c), rel=1e-6, abs=1e-10)
+    # the GSM object agrees with its own log ψ
+    g = make_gsm("pg")
+    assert g.theta(c) == pytest.approx(_fd_theta(g.log_psi, c), rel=1e-6, abs=1e-10)
+
+
+def test_theta_pg_limit_at_zero():
+    assert theta_pg(0.0) == pytest.approx(0.25)
+    assert np.isfinite(theta_pg(np.array([0.0, 1e-12, 1e-5]))).all()
+    assert theta_pg(1e-5) == pytest.approx(0.25, abs=1e-10)
+
+
+@pytest.mark.parametrize("alpha,beta", [(1.0, 2.5), (1.0, 1.0), (0.5, 0.1), (3.0, 7.0)])
+@pytest.mark.parametrize("c", [1e-3, 0.5, 3.0, 10.0, 50.0])
+def test_theta_gamma_matches_finite_differences_and_is_not_clipped(alpha, beta, c):
+    log_psi = lambda t: -alpha * np.log1p(t * t / (2 * beta))  # noqa: E731
+    assert theta_gamma(c, alpha, beta) == pytest.approx(_fd_theta(log_psi, c), rel=1e-6)
+    # the real function beyond |c| = 3 (the public code clipped c to 3)
+    assert theta_gamma(c, alpha, beta) == pytest.approx(alpha / (beta + c * c / 2))
+
+
+def test_theta_from_custom_psi():
+    psi = lambda t: 1.0 / np.cosh(t / 2.0)  # noqa: E731
+    dpsi = lambda t: -0.5 * np.tanh(t / 2.0) / np.cosh(t / 2.0)  # noqa: E731
+    c = np.array([0.3, 1.0, 4.0])
+    np.testing.assert_allclose(theta_from_psi(psi, dpsi, c), theta_pg(c), rtol=1e-12)
+    g = make_gsm((psi, dpsi))
+    np.testing.assert_allclose(g.theta(c), theta_pg(c), rtol=1e-12)
+
+
+def test_bad_gsm_parameters():
+    with pytest.raises(InvalidParameterError, match="alpha"):
+        make_gsm("gamma", alpha=-1.0)
+    with pytest.raises(InvalidParameterError, match="theta"):
+        make_gsm("student")
+
+
+# ----------------------------------------------------------------------------- E[max y_{b∖n}]
+def _brute_force_emax(pi, sizes):
+    out = []
+    start = 0
+    for s in sizes:
+        p = pi[start:start + s]
+        for n in range(s):
+            others = [p[j] for j in range(s) if j != n]
+            e = 0.0
+            for ys in itertools.product([0, 1], repeat=len(others)):
+                pr = np.prod([q if y else 1 - q for q, y in zip(others, ys)]) if others else 1.0
+                e += pr * (max(ys) if ys else 0)
+            out.append(e)
+        start += s
+    return np.array(out)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_expected_max_others_brute_force_with_exact_zeros_and_ones(seed):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 6, size=6)
+    pi = rng.random(sizes.sum())
+    # exact 0 and 1 values, including bags with two exact ones and a bag of ones only
+    k = rng.choice(pi.size, size=min(pi.size, 5), replace=False)
+    pi[k[:3]] = 1.0
+    pi[k[3:]] = 0.0
+    ptr = np.concatenate(([0], np.cumsum(sizes)))
+    np.testing.assert_allclose(expected_max_others(pi, ptr), _brute_force_emax(pi, sizes), atol=1e-12)
+
+
+def test_expected_max_others_edge_cases():
+    ptr = np.array([0, 1, 3, 6, 8])
+    pi = np.array([1.0, 1.0, 0.3, 1.0, 1.0, 0.5, 0.0, 0.0])
+    got = expected_max_others(pi, ptr)
+    np.testing.assert_allclose(got, [0.0, 0.3, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0], atol=0)
+    # π_n -> 1 does not blow up (no division by 1 - π_n)
+    pi2 = np.array([0.5, 1 - 1e-17, 0.25, 0.2, 0.1, 0.3, 0.4, 0.9])
+    assert np.isfinite(expected_max_others(pi2, ptr)).all()
+
+
+# ----------------------------------------------------------------------------- reductions and monotonicity
+def _sparse_gp_direct(X, y, Z, v, l, jitter, theta, n_iter):
+    """Sparse GP classification by the textbook formulas with explicit inverses (eqs. 25–27)."""
+    Kzz = rbf_kernel(Z, Z, v, l) + jitter * v * np.eye(len(Z))
+    Kzx = rbf_kernel(Z, X, v, l)
+    Ki = np.linalg.inv(Kzz)
+    A = Kzx.T @ Ki                                    # N×M
+    cond = v - np.einsum("nm,mn->n", A, Kzx)
+    c = np.full(len(X), math.sqrt(v))
+    for _ in range(n_iter):
+        Th = np.diag(theta(c))
+        S = np.linalg.inv(Ki @ Kzx @ Th @ Kzx.T @ Ki + Ki)
+        m = S @ Ki @ Kzx @ (y - 0.5)
+        mu = A @ m
+        var = cond + np.einsum("nm,mk,nk->n", A, S, A)
+        c = np.sqrt(mu * mu + var)
+    return m, S, mu, var
+
+
+@pytest.mark.parametrize("theta", ["pg", "gamma"])
+def test_single_instance_bags_with_infinite_H_is_sparse_gp_classification(theta):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(14, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=14) > 0).astype(int)
+    Z = X[::2].copy()                                  # M = 7 < N = 14
+    ptr = np.arange(15)
+    v, l, jit = 1.3, 0.8, 1e-6
+    post, pi, res = fit_vgpmil(X, ptr, y, Z=Z, variance=v, lengthscale=l, H=np.inf, theta=theta, alpha=1.0,
+                               beta=1.0, max_iter=60, tol=0.0, jitter=jit)
+    np.testing.assert_array_equal(pi, y)               # y is observed: π_n = T_b exactly
+    gsm = make_gsm(theta, 1.0, 1.0)
+    m, S, mu, var = _sparse_gp_direct(X, y, Z, v, l, jit, gsm.theta, 60)
+    np.testing.assert_allclose(post.m, m, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(post.S, S, rtol=1e-6, atol=1e-8)
+    mu2, var2 = post.latent(X)
+    np.testing.assert_allclose(mu2, mu, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(var2, var, rtol=1e-6, atol=1e-8)
+    # and at new points: μ* = K*Z Kzz⁻¹ m, σ*² = k** − Q** + K*Z Kzz⁻¹ S Kzz⁻¹ KZ*
+    Xs = rng.normal(size=(5, 2))
+    Ki = np.linalg.inv(rbf_kernel(Z, Z, v, l) + jit * v * np.eye(len(Z)))
+    As = rbf_kernel(Xs, Z, v, l) @ Ki
+    mus, vs = post.latent(Xs)
+    np.testing.assert_allclose(mus, As @ m, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(vs, v - np.einsum("nm,mn->n", As, rbf_kernel(Z, Xs, v, l))
+                               + np.einsum("nm,mk,nk->n", As, S, As), rtol=1e-6, atol=1e-8)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    tr = milopt.load("gen:digits?bags=60&seed=3")
+    te = milopt.load("gen:digits?bags=40&seed=4")
+    return milopt.metrics.standardize(tr, te)
+
+
+@pytest.mark.parametrize("theta,H", [("pg", 100.0), ("pg", 1e12), ("gamma", 1e12)])
+def test_elbo_never_decreases(digits, theta, H):
+    tr, _ = digits
+    post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, theta=theta, beta=1.0, H=H,
+                               max_iter=40, tol=0.0, random_state=0)
+    elbo = np.array([h["elbo"] for h in res.history])
+    assert elbo.size == 40
+    assert np.all(np.diff(elbo) >= -1e-8 * np.abs(elbo[1:]).max()), np.diff(elbo).min()
+    assert res.solver == "vgpmil" and res.problem_class == "native"
+    if theta == "pg":  # a lower bound on log p(T) <= 0 (every likelihood factor is <= 1)
+        assert elbo.max() < 0
+
+
+def test_damped_updates_converge_without_period_two_oscillation(digits):
+    tr, _ = digits
+    post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, theta="pg", H=1e12, max_iter=300, tol=1e-7)
+    assert res.termination == milopt.solvers.Termination.OPTIMAL
+    # one more run with one epoch more gives the same π (no odd/even dependence)
+    post2, pi2, res2 = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, theta="pg", H=1e12,
+                                  max_iter=res.iterations + 1, tol=0.0)
+    assert np.max(np.abs(pi2 - pi)) < 1e-2
+
+
+# ----------------------------------------------------------------------------- predictions
+def _permute_within_bags(bags, seed):
+    rng = np.random.default_rng(seed)
+    order = np.lexsort((rng.random(bags.n_instances), bags.bag_index))
+    return bags.with_X(bags.X[order]), order
+
+
+@pytest.fixture(scope="module")
+def fitted(digits):
+    tr, _ = digits
+    return VGPMILClassifier(n_inducing=100, validation_fraction=0.0, random_state=0).fit(tr)
+
+
+@pytest.mark.parametrize("rule", ["max", "noisy-or"])
+def test_predictions_permutation_invariant_within_bags(digits, fitted, rule):
+    _, te = digits
+    est = clone(fitted).set_params(bag_rule=rule).fit(digits[0])
+    perm, order = _permute_within_bags(te, 1)
+    np.testing.assert_allclose(est.predict_proba(perm), est.predict_proba(te), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(est.predict_proba_std(perm), est.predict_proba_std(te), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(est.predict_instances(perm), est.predict_instances(te)[order], rtol=1e-10)
+
+
+def test_estimator_api_and_uncertainty(digits, fitted):
+    tr, te = digits
+    P = fitted.predict_proba(te)
+    assert P.shape == (te.n_bags, 2)
+    np.testing.assert_allclose(P.sum(1), 1.0)
+    d = fitted.decision_function(te)
+    assert np.array_equal(np.argsort(d, kind="stable"), np.argsort(P[:, 1], kind="stable"))
+    assert set(fitted.predict(te)) <= {0, 1}
+    u = fitted.predict_uncertainty(te)
+    assert (u["instance_std"] >= 0).all() and (u["bag_std"] >= 0).all()
+    assert ((u["instance_proba"] > 0) & (u["instance_proba"] < 1)).all()
+    ev = milopt.metrics.evaluate(fitted, te)
+    assert ev["bag_auc"] > 0.9 and ev["instance_auc"] > 0.95
+    clone(fitted)
+    again = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_allclose(again.predict_proba(te), P)
+    assert fitted.result_.history and "elbo" in fitted.result_.history[0]
+
+
+def test_gauss_hermite_probit_and_monte_carlo_agree(fitted, digits):
+    _, te = digits
+    post = fitted.posterior_
+    p_gh, s_gh = post.instance_proba(te.X, "gh")
+    p_pr, _ = post.instance_proba(te.X, "probit")
+    p_mc, s_mc = post.instance_proba(te.X, "mc", n_samples=4000, random_state=0)
+    assert np.max(np.abs(p_gh - p_pr)) < 0.03
+    assert np.max(np.abs(p_gh - p_mc)) < 0.03
+    assert np.max(np.abs(s_gh - s_mc)) < 0.03
+    a = post.bag_proba(te.X, te.bag_ptr, "mc", n_samples=200, random_state=5)
+    b = post.bag_proba(te.X, te.bag_ptr, "mc", n_samples=200, random_state=5)
+    np.testing.assert_array_equal(a[0], b[0])   # seeded
+
+
+def test_registry_and_errors():
+    spec = get_method("g-vgpmil")
+    assert spec.make().theta == "gamma"
+    assert get_method("vgpmil").make({"n_inducing": 10}).theta == "pg"
+    bags = milopt.load("gen:digits?bags=12&seed=0")
+    with pytest.raises(InvalidParameterError, match="bag_rule"):
+        VGPMILClassifier(bag_rule="mean").fit(bags)
+    with pytest.raises(InvalidParameterError, match="H"):
+        fit_vgpmil(bags.X, bags.bag_ptr, bags.y, H=1.0)
+    with pytest.raises(InvalidDataError, match="NaN"):
+        X = bags.X.copy()
+        X[0, 0] = np.nan
+        fit_vgpmil(X, bags.bag_ptr, bags.y)
+    with pytest.raises(InvalidDataError, match="features"):
+        VGPMILClassifier(n_inducing=5).fit(bags).predict(Bags.from_arrays([np.zeros((2, 3))], [0]))
