@@ -170,6 +170,7 @@ def main(argv=None):
             ax.axvline(th["learned_theta"], color="C3", ls="--", label=f"learned θ = {th['learned_theta']:.2f}")
             ax.axvline(th["cv_theta"], color="C2", ls=":", label=f"θ by CV = {th['cv_theta']:.2f}")
             ax.set_xscale("symlog", linthresh=0.1)
+            ax.set_xlim(-0.005, grid.max() * 1.2)
             ax.set_xlabel("θ")
             ax.set_ylabel("mean CV AUC (training images)")
             ax.legend(fontsize=8)

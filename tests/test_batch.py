@@ -375,3 +375,22 @@ def test_froc_counts_lesions_not_candidates():
     assert sensitivity_at(img, 0.0) == 1.0
     with pytest.raises(InvalidDataError, match="scores"):
         froc_curve(b, s[:3])
+
+
+def test_csv_with_coordinate_columns(tmp_path):
+    """A headerless MIL CSV whose first K feature columns are coordinates (``load(path, coords=K)``,
+    CLI ``--set coords=K``): no instance labels, so the bag label is copied to the instances."""
+    import pandas as pd
+
+    b = cad(images=8, features=15, candidates=20, seed=4)
+    lab = b.y[b.bag_index]
+    df = pd.DataFrame(np.column_stack([lab, b.bag_index, b.coords, b.X]))
+    path = tmp_path / "cad.csv"
+    df.to_csv(path, header=False, index=False)
+    c = milopt.load(str(path), coords=2)
+    assert c.coords.shape == (b.n_instances, 2) and c.n_features == 15 and c.instance_y is None
+    est = BatchPSVMClassifier(theta=0.5).fit(c)
+    assert est.labels_source_ == "bag label copied to instances"
+    np.testing.assert_allclose(est.predict_instances(c), est.predict_instances(b.with_X(b.X)))
+    with pytest.raises(InvalidDataError, match="coordinates"):
+        BatchPSVMClassifier(theta=0.5).fit(milopt.load(str(path)))
