@@ -146,8 +146,6 @@ def test_rbf_kernel_variant_fits_and_nystroem_runs():
 @pytest.mark.parametrize("K", [2, 3])
 def test_k_classes(K):
     B = gen(K=K, bags=60, seed=7, separation=5)
-    y = np.array([10, 20, 30])[:K][B.y]               # arbitrary class labels
-    B = B.with_labels(B.y)                               # labels 0..K-1 inside Bags
     est = PDMISVMClassifier().fit(B)
     s = est.decision_function(B)
     assert s.shape == ((B.n_bags,) if K == 2 else (B.n_bags, K))
@@ -162,8 +160,7 @@ def test_k_classes(K):
     assert est.coef_.shape == (K, B.n_features)
     # fitting on a list of arrays with non-contiguous labels
     lists = [B.X[a:b_] for a, b_ in zip(B.bag_ptr[:-1], B.bag_ptr[1:])]
-    if K == 2:
-        y = np.where(B.y == 1, 1, -1)
+    y = np.where(B.y == 1, 1, -1) if K == 2 else np.array([10, 20, 30])[B.y]     # other label codings
     est2 = PDMISVMClassifier().fit(lists, y)
     assert est2.classes_.size == K
     np.testing.assert_allclose(est2.bag_responses(lists), est.bag_responses(B))
@@ -232,3 +229,13 @@ def test_permutation_invariance(variant):
     np.testing.assert_allclose(perm.intercept_, base.intercept_, atol=1e-6)
     assert perm.result_.objective == pytest.approx(base.result_.objective, rel=1e-8)
     np.testing.assert_allclose(perm.bag_responses(P), base.bag_responses(B)[order], atol=1e-6)
+
+
+def test_cli_runner_json_has_history():
+    from milopt.runner import run_fit
+
+    out = run_fit("pdmisvm", "gen:multiclass?classes=3&bags=30&instances=4&features=3&seed=1",
+                  params={"max_iter": 15})
+    assert len(out["history"]) == 15 and out["train"]["iterations"] == 15
+    assert out["train"]["termination"] == "iteration_limit"
+    assert set(out["history"][0]) >= {"objective", "residual", "mu", "time"}
