@@ -218,6 +218,16 @@ def test_config_expansion_ids_and_errors(tmp_path):
         load_config(tmp_path / "missing.toml")
 
 
+def test_instance_names_drop_default_parameters():
+    from milopt.bench.config import instance_name
+
+    assert instance_name("misvm-bigm", "musk1", {"C": 1.0}) == "misvm-bigm.musk1"
+    assert instance_name("misvm-bigm", "musk1", {"C": 10, "class_weight": "kent-yu"}) == "misvm-bigm.musk1.C=10"
+    assert instance_name("batchsvm-lp", "gen:digits?bags=6&seed=1", {"theta": 0.0}) == \
+        "batchsvm-lp.gen-digits-bags=6-seed=1.theta=0.0"
+    assert instance_name("dcmil-dca", "/data/my set.csv.gz", {}) == "dcmil-dca.my-set"
+
+
 def test_default_config_expands():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BenchWarning)

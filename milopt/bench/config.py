@@ -211,8 +211,37 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=+-]+", "-", t).strip("-")
 
 
+def _same(value, default) -> bool:
+    if value is None or default is None:
+        return value is default
+    if isinstance(default, bool) or isinstance(value, bool):
+        return value is default or (isinstance(value, str) and value.lower() == str(default).lower())
+    if isinstance(default, (int, float)):
+        try:
+            return float(value) == float(default)
+        except (TypeError, ValueError):
+            return False
+    return str(value) == str(default)
+
+
+def canonical_params(formulation: str, params: dict) -> dict:
+    """``params`` without the entries equal to the formulation's defaults (its ``PARAMS``)."""
+    try:
+        from milopt.models import available
+
+        spec = getattr(available().get(formulation), "PARAMS", {}) or {}
+    except Exception:  # pragma: no cover - naming must never fail
+        spec = {}
+    return {k: v for k, v in params.items() if not (k in spec and _same(v, spec[k][1]))}
+
+
 def instance_name(formulation: str, data: str, params: dict) -> str:
-    """Name of a problem instance (formulation + data + parameters), used in .solu files."""
+    """Name of a problem instance (formulation + data + non-default parameters), used in .solu files.
+
+    Parameters equal to the formulation's defaults are left out, so ``misvm-bigm`` on MUSK1
+    is ``misvm-bigm.musk1`` whether or not a configuration spells ``C = 1.0`` out.
+    """
+    params = canonical_params(formulation, params)
     name = f"{formulation}.{slug(data)}"
     if params:
         name += "." + "_".join(f"{k}={slug(_fmt_value(params[k]))}" for k in sorted(params))

@@ -112,7 +112,9 @@ class Progress:
             if row.get("outcome") != "ok":
                 tail = row.get("outcome")
             t = row.get("time")
-            s += f" | {row['run_id']} {row.get('contender')} {what} {row.get('data')} {tail}"
+            who = row.get("contender")
+            who = who if who == what else f"{who} {what}"
+            s += f" | {row['run_id']} {who} {row.get('data')} {tail}"
             if isinstance(t, (int, float)):
                 s += f" {t:.2f}s"
         return s
@@ -176,11 +178,10 @@ def run_bench(config=None, out="bench-out", *, jobs: int | None = None, schedule
     meta = {"name": cfg.get("name", ""), "config": cfg.get("_path"), "runs": [r.run_id for r in runs],
             "time_limit": cfg.get("time_limit")}
     (store.folder / "bench.json").write_text(json.dumps(meta, indent=1))
-    todo = [r for r in runs if r.run_id not in done]
-    if max_runs is not None:
-        todo = todo[:max_runs]
-    prog = Progress(len(todo), skipped=len(runs) - len([r for r in runs if r.run_id not in done]), stream=stream,
-                    enabled=progress)
+    remaining = [r for r in runs if r.run_id not in done]
+    skipped = len(runs) - len(remaining)
+    todo = remaining if max_runs is None else remaining[:max_runs]
+    prog = Progress(len(todo), skipped=skipped, stream=stream, enabled=progress)
     prog.start()
     tasks = [r.task() for r in todo]
     if jobs is None:
@@ -190,6 +191,5 @@ def run_bench(config=None, out="bench-out", *, jobs: int | None = None, schedule
     for row in it:
         store.append(row)
         prog.update(row)
-    return {"total": len(runs), "skipped": len(runs) - len(todo) if max_runs is None else prog.skipped,
-            "executed": prog.done, "failures": prog.failures, "seconds": time.monotonic() - t0,
+    return {"total": len(runs), "skipped": skipped, "executed": prog.done, "failures": prog.failures, "seconds": time.monotonic() - t0,
             "out": str(store.folder), "table": str(store.path)}

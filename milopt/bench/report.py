@@ -268,7 +268,7 @@ def plot_gaps(df: pd.DataFrame, path) -> bool:
     ax.set_yscale("symlog", linthresh=0.01)
     ax.set_ylim(-0.001, 150)
     ax.set_ylabel("final relative gap (%)")
-    ax.set_title("gap over instances (time limit hits > 0; x: no solution = 100 %)")
+    ax.set_title("final relative gap per instance (x: no solution, drawn at 100 %)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
