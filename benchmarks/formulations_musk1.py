@@ -15,7 +15,9 @@ Rows printed:
 * misvm-dual-qp kernel=rbf             on Ipopt and HiGHS (and SCIP) -- the dual QP of Kent & Yu eq. 3
 
 For each: termination, objective, best bound, gap, wall seconds (time to optimality when
-optimal, else the gap at the time limit), nodes / iterations, build seconds.
+optimal, else the gap at the time limit), CPU seconds of the solving process and the 1-minute
+load average at the end (the machine is shared: a wall-clock limit on a loaded machine buys
+fewer CPU seconds), nodes / iterations, build seconds.
 
 Usage::
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import multiprocessing as mp
 import sys
 import time
@@ -51,8 +54,10 @@ def _worker(q, data, formulation, params, solver, time_limit):
         m = models.get(formulation).build(bags, C=1.0, **params)
         build = time.perf_counter() - t0
         size = model_size(m, exact=False) if getattr(m, "_milopt_features", ()) else model_size(m)
+        c0 = time.process_time()
         r = solve(m, solver, time_limit=time_limit, threads=1)
-        q.put({"termination": str(r.termination), "status": str(r.status), "objective": r.objective,
+        cpu = time.process_time() - c0
+        q.put({"cpu": cpu, "load": os.getloadavg()[0], "termination": str(r.termination), "status": str(r.status), "objective": r.objective,
                "bound": r.bound, "gap": r.gap, "wall": r.wall_time, "nodes": r.nodes, "iterations": r.iterations,
                "build": build, "size": size, "version": r.solver_version})
     except Exception as exc:  # reported as a row, not a crash
@@ -109,7 +114,7 @@ def _fmt(r) -> str:
     gap_s = "-" if gap is None or gap == float("inf") else f"{100 * gap:.3g}%"
     sz = r["size"]
     return (f"{tag:<52} {r['termination']:<11} obj={_num(r['objective'])} bound={_num(r['bound'])} gap={gap_s} "
-            f"wall={r['wall']:.1f}s nodes={_num(r['nodes'])} iters={_num(r['iterations'])} build={r['build']:.2f}s "
+            f"wall={r['wall']:.1f}s cpu={r['cpu']:.1f}s load={r['load']:.1f} nodes={_num(r['nodes'])} iters={_num(r['iterations'])} build={r['build']:.2f}s "
             f"size={sz.get('variables')}x{sz.get('constraints')} bin={sz.get('binaries')} nnz={sz.get('nonzeros')}")
 
 
