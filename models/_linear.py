@@ -123,6 +123,7 @@ def add_linear_rows(model, name: str, A, variables: list, lb=None, ub=None, inde
         comp = pe.Constraint(idx, rule=lambda mdl, key: rows[key])
         setattr(model, name, comp)
         comp = getattr(model, name)
+        comp._rule = None  # the construction closure is not needed any more (and is not picklable)
         datas = tuple(comp[k] for k in idx)
         comp._milopt_rows = RowCache(A=A, variables=tuple(variables), lb=lb, ub=ub, datas=datas,
                                      exprs=tuple(d._expr for d in datas))

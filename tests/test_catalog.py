@@ -278,3 +278,20 @@ def test_indicator_refused_with_reason():
 
     with pytest.raises(UnsupportedProblemError, match="indicator.*sos1"):
         models.get("misvm-bigm").build(tiny_bags(), disjunction="indicator")
+
+
+def test_models_pickle_and_clone_keep_the_fast_path(monkeypatch):
+    import importlib
+    import pickle
+
+    E = importlib.import_module("milopt.solvers.export")
+    m = models.get("misvm-bigm").build(tiny_bags(), norm="l1")
+    ref = E.extract(m)
+    seen = []
+    orig = E._linear_rows_generic
+    monkeypatch.setattr(E, "_linear_rows_generic", lambda cons, cols: (seen.extend(cons), orig(cons, cols))[1])
+    for copy in (pickle.loads(pickle.dumps(m)), m.clone()):
+        mf = E.extract(copy)
+        assert seen == []
+        assert mf.col_names == ref.col_names and (mf.A != ref.A).nnz == 0
+        assert all(v.parent_block() is copy for v in mf.variables)
