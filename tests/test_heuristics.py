@@ -60,7 +60,7 @@ def test_objective_never_increases(slack, kernel, gamma, solver):
 def test_mi_svm_objective_never_increases():
     b = kent_yu(3, bags=30, instances=4, samples=3, seed=2)
     K = kernel_matrix(b.X, None, "rbf", 0.5)
-    res = mi_svm_alternate(K, b, C=2.0, tol=1e-6)
+    res = mi_svm_alternate(K, b, C=2.0, tol=1e-6, class_weight="none")
     obj = [h["objective"] for h in res["history"]]
     assert np.all(np.diff(obj) <= 1e-6 * max(1.0, obj[0])), obj
     lab = res["labels"]
@@ -139,7 +139,7 @@ def test_smm_estimators_need_samples_and_agree_with_point_masses():
     pm = Bags(X=b.X, bag_index=b.bag_index, y=b.y, samples=np.repeat(b.X, 2, axis=0),
               sample_ptr=np.arange(b.n_instances + 1) * 2)
     a = MISMMHeuristic(gamma=0.3, scale_samples=False, init="first").fit(pm)
-    c = MISVMHeuristic(kernel="rbf", gamma=0.3, slack="bag", init="first").fit(pm)
+    c = MISVMHeuristic(kernel="rbf", gamma=0.3, slack="bag", init="first", class_weight="kent-yu", scale_C=False).fit(pm)
     np.testing.assert_allclose(a.decision_function(pm), c.decision_function(pm), atol=1e-6)
     s = SISMMClassifier(gamma=0.3).fit(b)
     assert np.all(np.isfinite(s.decision_function(b)))

@@ -387,6 +387,11 @@ def misvm_alternate(K, bags, C=1.0, class_weight="kent-yu", slack="bag", init="c
 def mi_svm_alternate(K, bags, C=1.0, class_weight="balanced", max_iter=50, tol=1e-3):
     """Andrews' mi-SVM: alternate an instance SVM (libsvm) and the label imputation.
 
+    The imputation minimises the weighted hinge loss with the current per-class weights, so
+    with ``class_weight='none'`` the objective never increases; with ``'balanced'`` the
+    weights are recomputed from the new label counts at the next step (as scikit-learn's
+    ``class_weight='balanced'``), which can break exact monotonicity.
+
     Returns
     -------
     dict: coef (dual coefficients α_i y_i over all instances), b, labels, objective, history.
@@ -423,7 +428,8 @@ def mi_svm_alternate(K, bags, C=1.0, class_weight="balanced", max_iter=50, tol=1
         history.append({"iteration": t, "objective": obj, "seconds": time.perf_counter() - t0})
         best = {"coef": coef, "b": b, "labels": labels.copy(), "objective": obj}
         # imputation minimising the weighted hinge loss (weights of the current label counts)
-        wp, wn = C * weights(np.where(posi, 1, labels))[posi].max(), c[~posi].max() if (~posi).any() else C
+        wp = c[labels > 0].max() if (labels > 0).any() else C
+        wn = c[labels < 0].max() if (labels < 0).any() else C
         cost_pos = wp * np.maximum(0.0, 1.0 - f)
         cost_neg = wn * np.maximum(0.0, 1.0 + f)
         new = np.where(posi & (cost_pos <= cost_neg), 1, -1)

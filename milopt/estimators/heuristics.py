@@ -210,6 +210,10 @@ class SISMMClassifier(SILClassifier):
 class MISVMHeuristic(_KernelMIL):
     """MI-SVM by alternation (Andrews et al. 2002; Kent & Yu Algorithm 1).
 
+    The defaults (bag slacks, no class weights, ``scale_C``) are the problem the misvm package
+    solves; Kent & Yu's weighting is ``class_weight='kent-yu', scale_C=False`` (the defaults of
+    the mi-SMM estimators).
+
     Parameters
     ----------
     C : float
@@ -242,9 +246,9 @@ class MISVMHeuristic(_KernelMIL):
     random_state : int
     """
 
-    def __init__(self, C=1.0, kernel="linear", gamma=None, slack="instance", class_weight="kent-yu", init="centroid",
+    def __init__(self, C=1.0, kernel="linear", gamma=None, slack="bag", class_weight="none", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary=None,
-                 scale_samples=True, scale_C=False, random_state=0):
+                 scale_samples=True, scale_C=True, random_state=0):
         self.C = C
         self.scale_C = scale_C
         self.kernel = kernel
@@ -293,7 +297,7 @@ class MISMMHeuristic(MISVMHeuristic):
     def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=True, summary=None,
                  scale_samples=True, scale_C=False, random_state=0):
-        super().__init__(C=C, kernel=kernel, gamma=gamma, slack=slack, class_weight=class_weight, init=init,
+        MISVMHeuristic.__init__(self, C=C, kernel=kernel, gamma=gamma, slack=slack, class_weight=class_weight, init=init,
                          restarts=restarts, max_iter=max_iter, solver=solver, tol=tol, distributional=distributional,
                          summary=summary, scale_samples=scale_samples, scale_C=scale_C, random_state=random_state)
 
@@ -304,7 +308,7 @@ class MISVMSummary(MISVMHeuristic):
     def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary="univ1",
                  scale_samples=True, scale_C=False, random_state=0):
-        super().__init__(C=C, kernel=kernel, gamma=gamma, slack=slack, class_weight=class_weight, init=init,
+        MISVMHeuristic.__init__(self, C=C, kernel=kernel, gamma=gamma, slack=slack, class_weight=class_weight, init=init,
                          restarts=restarts, max_iter=max_iter, solver=solver, tol=tol, distributional=distributional,
                          summary=summary, scale_samples=scale_samples, scale_C=scale_C, random_state=random_state)
 

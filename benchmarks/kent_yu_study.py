@@ -1,0 +1,42 @@
+"""Run the reduced Kent & Yu simulation study and print its table.
+
+Usage: python benchmarks/kent_yu_study.py [--out DIR] [--replicates N] [--quick] [--jobs J]
+(same as ``milopt study kent-yu``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="kent-yu-study")
+    ap.add_argument("--replicates", type=int, default=10)
+    ap.add_argument("--test-bags", type=int, default=500)
+    ap.add_argument("--miqp-time-limit", type=float, default=20.0)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+    from milopt.study import kent_yu_study
+
+    res = kent_yu_study(out_dir=args.out, replicates=args.replicates, test_bags=args.test_bags,
+                        miqp_time_limit=args.miqp_time_limit, n_jobs=args.jobs, quick=args.quick)
+    import pandas as pd
+
+    summ = pd.read_csv(res["summary_csv"])
+    wide = summ[summ.scenario > 0].pivot(index="method", columns="scenario", values="auc_mean")
+    sd = summ[summ.scenario > 0].pivot(index="method", columns="scenario", values="auc_sd")
+    rank = summ[summ.scenario == 0].set_index("method")["rank_mean"]
+    print("\nmean test AUROC (sd) per scenario; mean rank over all data sets (1 = best)")
+    print(f"{'method':18s}" + "".join(f"{'scen ' + str(s):>16s}" for s in wide.columns) + f"{'rank':>7s}")
+    for m in wide.sort_values(by=list(wide.columns)[0], ascending=False).index:
+        print(f"{m:18s}" + "".join(f"{wide.loc[m, s]:9.3f} ({sd.loc[m, s]:.3f})" for s in wide.columns)
+              + f"{rank.get(m, float('nan')):7.2f}")
+    print(f"\nseconds: {res['seconds']:.0f}; files: {res['results_csv']}, {res['summary_csv']}, {res['plot']}")
+    print(json.dumps(res["settings"]))
+    return res
+
+
+if __name__ == "__main__":
+    main()

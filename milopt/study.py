@@ -1,0 +1,272 @@
+"""Reduced Kent & Yu simulation study (``milopt study kent-yu``).
+
+Kent & Yu compare, on their four simulation scenarios (see :func:`milopt.data.generators.kent_yu`),
+mi-SMM solved as an MIQP (their Algorithm 2), mi-SMM by the alternating heuristic
+(Algorithm 1), the single-instance SMM, and MI-SVM on summary features of the samples, by
+test AUROC after choosing the cost C and the RBF width by cross-validation.  This module
+runs a reduced version: for every scenario and replicate a training set and an independent
+test set are generated, hyper-parameters are chosen by K-fold CV over bags (mean validation
+AUROC), the method is refitted on the whole training set and scored on the test set.
+
+Methods (``METHODS``):
+
+* ``mismm-miqp``: Nyström features of the RBF point kernel from a stratified landmark sample,
+  ``misvm_bigm`` on SCIP with a time limit, warm started from the heuristic; C and σ are
+  those chosen by the CV of ``mismm-heuristic`` (same objective; the MIQP optimises it
+  better), so each replicate needs one MIQP, not one per grid point and fold.
+* ``mismm-heuristic``: MI-SVM alternation with the kernel mean embedding (SMM) kernel.
+* ``sismm``: SVM on instances with the bag label copied, SMM kernel.
+* ``misvm-univ1`` / ``misvm-univ2`` / ``misvm-cor``: the MI-SVM heuristic with an RBF kernel on
+  summary features (mean, sd; + skewness, kurtosis, quartiles; mean, sd + correlations).
+
+Sample points are standardised with training statistics; summary features likewise.  Kernel
+matrices are computed once per (replicate, width) and sliced for the folds; test kernels only
+against support instances, in float32.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from milopt.errors import InvalidParameterError
+
+METHODS = ("mismm-miqp", "mismm-heuristic", "sismm", "misvm-univ1", "misvm-univ2", "misvm-cor")
+SUMMARY = {"misvm-univ1": ("univ1", False), "misvm-univ2": ("univ2", False), "misvm-cor": ("univ1", True)}
+SCENARIO_NAMES = {1: "1 t vs normal", 2: "2 covariance", 3: "3 mean", 4: "4 corr. block"}
+
+
+def _rows(ptr, ids):
+    """Instance (or point) rows of the groups ``ids`` given offsets ``ptr``; returns rows, new ptr."""
+    ids = np.asarray(ids, dtype=np.int64)
+    sizes = ptr[ids + 1] - ptr[ids]
+    starts = ptr[ids]
+    rows = np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes) + np.arange(int(sizes.sum()))
+    return rows, np.concatenate(([0], np.cumsum(sizes)))
+
+
+def _auc(y, s):
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, s)) if np.unique(y).size == 2 else float("nan")
+
+
+def _fit_scores(kind, K_tr, bags_tr, C, rs):
+    """Fit on a training kernel; returns dual coefficients (α_i y_i per instance) and b."""
+    from sklearn.svm import SVC
+
+    from milopt.algorithms.mi_heuristics import misvm_alternate
+
+    if kind == "sil":
+        clf = SVC(C=C, kernel="precomputed", class_weight="balanced", tol=1e-3).fit(K_tr, bags_tr.instance_bag_y)
+        coef = np.zeros(bags_tr.n_instances)
+        coef[clf.support_] = clf.dual_coef_[0]
+        return coef, float(clf.intercept_[0])
+    res = misvm_alternate(K_tr, bags_tr, C=C, class_weight="kent-yu", slack="bag", init="centroid", restarts=1,
+                          max_iter=50, tol=1e-3, random_state=rs)
+    return res["alpha"] * res["y"], res["b"]
+
+
+def _cv_select(kind, kernels, bags, Cs, folds, seed):
+    """(C, gamma index) with the best mean validation AUROC; kernels: list of (n, n) instance kernels."""
+    from milopt.metrics import bag_folds
+    from milopt.segments import segment_max
+
+    splits = list(bag_folds(bags, folds, seed))
+    best, best_key = -np.inf, (Cs[0], 0)
+    for gi, K in enumerate(kernels):
+        for C in Cs:
+            aucs = []
+            for tr, va in splits:
+                rtr, _ = _rows(bags.bag_ptr, tr)
+                rva, pva = _rows(bags.bag_ptr, va)
+                btr = bags.subset(tr)
+                coef, b = _fit_scores(kind, K[np.ix_(rtr, rtr)], btr, C, seed)
+                s = K[np.ix_(rva, rtr)] @ coef + b
+                aucs.append(_auc(bags.y[va], segment_max(s, pva)))
+            m = float(np.nanmean(aucs))
+            if m > best:
+                best, best_key = m, (C, gi)
+    return best_key, best
+
+
+def _one_task(scenario, rep, cfg):
+    """All methods on one (scenario, replicate): list of result rows."""
+    from threadpoolctl import threadpool_limits
+    from sklearn.preprocessing import StandardScaler
+
+    from milopt.data.bags import Bags
+    from milopt.data.generators import kent_yu
+    from milopt.features.kernels import kernel_matrix, mean_embedding_kernel
+    from milopt.features.summary import summary_features
+    from milopt.segments import segment_max
+
+    out = []
+    seed = int(cfg["seed"]) * 100_000 + scenario * 1000 + rep
+    with threadpool_limits(1):
+        tr = kent_yu(scenario, bags=cfg["bags"], instances=cfg["instances"], samples=cfg["samples"], seed=seed)
+        te = kent_yu(scenario, bags=cfg["test_bags"], instances=cfg["instances"], samples=cfg["samples"],
+                     seed=seed + 50_000)
+        sc = StandardScaler().fit(tr.samples)
+        S_tr, S_te = sc.transform(tr.samples), sc.transform(te.samples)
+        p = S_tr.shape[1]
+        gammas = [g / p for g in cfg["gamma_factors"]]
+        methods = cfg["methods"]
+
+        def test_auc_smm(coef, b, gamma):
+            nz = np.flatnonzero(coef)
+            prow, pptr = _rows(tr.sample_ptr, nz)
+            Kt = mean_embedding_kernel(S_te, te.sample_ptr, S_tr[prow], pptr, gamma=gamma, dtype=np.float32)
+            s = Kt @ coef[nz] + b
+            return _auc(te.y, segment_max(s, te.bag_ptr))
+
+        smm = [m for m in methods if m in ("mismm-heuristic", "sismm", "mismm-miqp")]
+        if smm:
+            t0 = time.perf_counter()
+            Ks = [mean_embedding_kernel(S_tr, tr.sample_ptr, gamma=g) for g in gammas]
+            t_k = time.perf_counter() - t0
+            chosen = {}
+            for name, kind in (("mismm-heuristic", "mi"), ("sismm", "sil")):
+                if name not in methods and not (name == "mismm-heuristic" and "mismm-miqp" in methods):
+                    continue
+                t0 = time.perf_counter()
+                (C, gi), cv_auc = _cv_select(kind, Ks, tr, cfg["Cs"], cfg["folds"], seed)
+                coef, b = _fit_scores(kind, Ks[gi], tr, C, seed)
+                sec = time.perf_counter() - t0 + t_k
+                chosen[name] = (C, gi)
+                if name in methods:
+                    out.append({"scenario": scenario, "replicate": rep, "method": name, "test_auc": test_auc_smm(coef, b, gammas[gi]),
+                                "cv_auc": cv_auc, "C": C, "gamma": gammas[gi], "seconds": sec})
+            if "mismm-miqp" in methods:
+                from milopt.estimators.heuristics import MISMMMIQP
+
+                C, gi = chosen["mismm-heuristic"]
+                t0 = time.perf_counter()
+                est = MISMMMIQP(C=C, gamma=gammas[gi] * 1.0, m=cfg["landmarks"], time_limit=cfg["miqp_time_limit"],
+                                scale_samples=False, random_state=seed)
+                trs = Bags(X=tr.X, bag_index=tr.bag_index, y=tr.y, samples=S_tr, sample_ptr=tr.sample_ptr)
+                tes = Bags(X=te.X, bag_index=te.bag_index, y=te.y, samples=S_te, sample_ptr=te.sample_ptr)
+                est.fit(trs)
+                info = est.fit_info_
+                out.append({"scenario": scenario, "replicate": rep, "method": "mismm-miqp",
+                            "test_auc": _auc(te.y, est.decision_function(tes)), "cv_auc": float("nan"), "C": C,
+                            "gamma": gammas[gi], "seconds": time.perf_counter() - t0,
+                            "miqp_gap": info["gap"], "miqp_from": info["solution_from"],
+                            "miqp_improvement": info["heuristic_objective"] - info["objective"]})
+        for name in [m for m in methods if m in SUMMARY]:
+            stats, cor = SUMMARY[name]
+            t0 = time.perf_counter()
+            F_tr, _ = summary_features(tr.samples, tr.sample_ptr, stats, cor)
+            F_te, _ = summary_features(te.samples, te.sample_ptr, stats, cor)
+            fs = StandardScaler().fit(F_tr)
+            F_tr, F_te = fs.transform(F_tr), fs.transform(F_te)
+            gs = [g / F_tr.shape[1] for g in cfg["gamma_factors"]]
+            Kf = [kernel_matrix(F_tr, None, "rbf", g) for g in gs]
+            (C, gi), cv_auc = _cv_select("mi", Kf, tr, cfg["Cs"], cfg["folds"], seed)
+            coef, b = _fit_scores("mi", Kf[gi], tr, C, seed)
+            s = kernel_matrix(F_te, F_tr, "rbf", gs[gi]) @ coef + b
+            out.append({"scenario": scenario, "replicate": rep, "method": name,
+                        "test_auc": _auc(te.y, segment_max(s, te.bag_ptr)), "cv_auc": cv_auc, "C": C,
+                        "gamma": gs[gi], "seconds": time.perf_counter() - t0})
+    return out
+
+
+def kent_yu_study(out_dir="kent-yu-study", replicates=10, bags=50, instances=3, samples=50, test_bags=500, folds=5,
+                  Cs=(1.0, 10.0, 100.0), gamma_factors=(0.5, 1.0, 2.0), scenarios=(1, 2, 3, 4), methods=METHODS,
+                  landmarks=240, miqp_time_limit=20.0, quick=False, n_jobs=2, seed=0, verbose=True) -> dict:
+    """Run the reduced Kent & Yu study; write ``results.csv``, ``summary.csv`` and ``auroc.png``.
+
+    Parameters
+    ----------
+    out_dir : str
+        Output folder (created).
+    replicates : int
+        Data sets per scenario (the paper: 50 per setting).
+    bags, instances, samples : int
+        Training groups, instances per group, points per instance (paper: 50-250, 3-6, 20-50).
+    test_bags : int
+        Groups in the independent test set of every replicate (paper: 500).
+    folds : int
+        CV folds for choosing C and the RBF width (paper: 5).
+    Cs : tuple of float
+        Cost grid (paper: 1, 10, 100).
+    gamma_factors : tuple of float
+        RBF widths as multiples of 1/(number of features) (paper: σ = 2^{-1,0,1}/10).
+    scenarios, methods : which to run.
+    landmarks : int
+        Nyström landmarks of ``mismm-miqp`` (paper: 240).
+    miqp_time_limit : float
+        Seconds per MIQP (paper: 200).
+    quick : bool
+        A fast smoke run: 2 replicates, 100 test groups, 3 folds, C in {1, 10}, one width, 5 s MIQPs.
+    n_jobs : int
+        Parallel (scenario, replicate) tasks (joblib).
+    seed : int
+
+    Returns
+    -------
+    dict with the summary table (mean and sd of test AUROC per scenario and method, mean rank),
+    file paths and settings.
+    """
+    import pandas as pd
+    from joblib import Parallel, delayed
+
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        raise InvalidParameterError(f"methods: unknown {bad}; available: {', '.join(METHODS)}")
+    if not (isinstance(replicates, (int, np.integer)) and replicates >= 1):
+        raise InvalidParameterError(f"replicates: expected a positive integer, got {replicates!r}")
+    if quick:
+        replicates = min(replicates, 2) if replicates != 10 else 2
+        test_bags, folds, Cs, gamma_factors, miqp_time_limit = 100, 3, (1.0, 10.0), (1.0,), 5.0
+    cfg = {"bags": bags, "instances": instances, "samples": samples, "test_bags": test_bags, "folds": folds,
+           "Cs": tuple(float(c) for c in Cs), "gamma_factors": tuple(float(g) for g in gamma_factors),
+           "methods": tuple(methods), "landmarks": landmarks, "miqp_time_limit": float(miqp_time_limit), "seed": seed}
+    os.makedirs(out_dir, exist_ok=True)
+    t0 = time.perf_counter()
+    tasks = [(s, r) for r in range(replicates) for s in scenarios]
+    res = Parallel(n_jobs=n_jobs, verbose=5 if verbose else 0)(delayed(_one_task)(s, r, cfg) for s, r in tasks)
+    df = pd.DataFrame([row for rows in res for row in rows])
+    df["scenario_name"] = df["scenario"].map(SCENARIO_NAMES)
+    csv = os.path.join(out_dir, "results.csv")
+    df.to_csv(csv, index=False)
+    df["rank"] = df.groupby(["scenario", "replicate"])["test_auc"].rank(ascending=False)
+    summ = (df.groupby(["scenario", "method"])
+              .agg(auc_mean=("test_auc", "mean"), auc_sd=("test_auc", "std"), rank_mean=("rank", "mean"),
+                   seconds_mean=("seconds", "mean"), n=("test_auc", "size"))
+              .reset_index())
+    overall = df.groupby("method").agg(auc_mean=("test_auc", "mean"), rank_mean=("rank", "mean")).reset_index()
+    overall["scenario"] = 0
+    summ = pd.concat([summ, overall], ignore_index=True)
+    scsv = os.path.join(out_dir, "summary.csv")
+    summ.to_csv(scsv, index=False)
+    png = os.path.join(out_dir, "auroc.png")
+    _plot(df, png, list(methods), list(scenarios))
+    wide = summ[summ.scenario > 0].pivot(index="method", columns="scenario", values="auc_mean").reindex(list(methods))
+    return {"results_csv": csv, "summary_csv": scsv, "plot": png, "seconds": time.perf_counter() - t0,
+            "settings": {**cfg, "replicates": replicates, "scenarios": list(scenarios)},
+            "auroc_mean": {m: {int(s): float(v) for s, v in row.items()} for m, row in wide.iterrows()},
+            "mean_rank": {r.method: float(r.rank_mean) for r in overall.itertuples()}}
+
+
+def _plot(df, path, methods, scenarios):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(scenarios), figsize=(4 * len(scenarios), 4), sharey=True, squeeze=False)
+    for ax, s in zip(axes[0], scenarios):
+        data = [df[(df.scenario == s) & (df.method == m)]["test_auc"].dropna().values for m in methods]
+        ax.boxplot(data, showmeans=True)
+        ax.set_xticks(range(1, len(methods) + 1))
+        ax.set_xticklabels(methods, rotation=60, ha="right", fontsize=8)
+        ax.set_title(f"scenario {SCENARIO_NAMES.get(s, s)}")
+        ax.axhline(0.5, color="grey", lw=0.5, ls=":")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("test AUROC")
+    fig.suptitle("Reduced Kent & Yu simulation: test AUROC per method and scenario")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
