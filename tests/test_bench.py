@@ -190,6 +190,12 @@ def test_solu_entries_and_merge(tmp_path):
     assert merged["y"] == ("best", 6.0) and merged["v"] == ("best", 1.0)
     assert len(conflicts) == 1 and "x" in conflicts[0]
     assert read_solu(tmp_path / "a.solu") == entries
+    # a maximisation keeps the highest value, and a higher solution beats a recorded best
+    dmax = pd.DataFrame({"kind": "solve", "instance": ["m", "m"], "outcome": "ok", "sense": "maximize",
+                         "termination": ["time_limit", "time_limit"], "objective": [3.0, 5.0], "gap": [0.5, 0.2]})
+    assert solu_entries(dmax)[0] == {"m": ("best", 5.0)}
+    assert solu_entries(dmax, {"m": ("best", 4.0)})[0] == {"m": ("best", 5.0)}
+    assert solu_entries(dmax, {"m": ("best", 6.0)})[0] == {"m": ("best", 6.0)}
 
 
 def test_config_expansion_ids_and_errors(tmp_path):
@@ -245,6 +251,7 @@ def test_tiny_bench_table_plots_solu(tiny):
     for c in ("variables", "constraints", "nonzeros", "bags", "instances", "features", "objective", "wall_time"):
         assert df[c].notna().all(), c
     assert df["solver_version"].str.len().gt(0).all()
+    assert (df["sense"] == "minimize").all()
     # both solvers reach the same optimum on each instance
     spread = df.groupby("instance")["objective"].agg(lambda v: v.max() - v.min())
     assert (spread <= 1e-5 * (1 + df["objective"].abs().max())).all()

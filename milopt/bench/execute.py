@@ -38,7 +38,7 @@ COLUMNS = [
     "run_id", "kind", "problem", "instance", "contender", "data", "data_name", "bags", "positive_bags",
     "instances", "features", "formulation", "method", "params", "solver", "backend", "solver_options", "threads",
     "solver_version", "seed", "fold", "folds", "time_limit", "kill_after", "outcome", "status", "termination",
-    "problem_class", "objective", "bound", "gap", "time", "wall_time", "build_seconds", "run_seconds",
+    "problem_class", "sense", "objective", "bound", "gap", "time", "wall_time", "build_seconds", "run_seconds",
     "iterations", "nodes", "variables", "binaries", "integers", "constraints", "nonzeros", "bag_accuracy",
     "bag_auc", "bag_f1", "bag_balanced_accuracy", "fit_seconds", "extra", "error", "host", "finished_at",
 ]
@@ -106,6 +106,14 @@ def _tail(path: str, n: int = 1500) -> str:
 
 def run_isolated(task: dict) -> dict:
     """Execute one run (``Run.task()``) in its own process; returns its row (never raises)."""
+    t0 = time.monotonic()
+    try:
+        return _run_isolated(task)
+    except Exception as exc:  # could not start / wait for the process: still a row, the bench goes on
+        return make_row(task, None, "error", f"harness: {type(exc).__name__}: {exc}", time.monotonic() - t0)
+
+
+def _run_isolated(task: dict) -> dict:
     tmp = tempfile.mkdtemp(prefix=f"milopt-run-{task['run_id']}-")
     result_path = os.path.join(tmp, "result.json")
     log_path = os.path.join(tmp, "run.log")
@@ -206,6 +214,7 @@ def make_row(task: dict, result: dict | None, outcome: str, error: str, run_seco
                        instances=d.get("instances"), features=d.get("features"),
                        solver_version=result.get("solver_version"), status=result.get("status"),
                        termination=result.get("termination"), problem_class=result.get("problem_class"),
+                       sense=result.get("sense") or "",
                        objective=_num(result.get("objective")), bound=_num(result.get("bound")),
                        gap=_num(result.get("gap")), wall_time=_num(result.get("wall_time")),
                        build_seconds=_num(result.get("build_seconds")), iterations=_num(result.get("iterations")),
@@ -268,8 +277,13 @@ def iter_dask(tasks: list[dict], scheduler):
     client = Client(scheduler) if own else scheduler
     try:
         futs = client.map(run_isolated, tasks, pure=False)
+        task_of = {f.key: t for f, t in zip(futs, tasks)}
         for fut in as_completed(futs):
-            yield fut.result()
+            try:
+                row = fut.result()
+            except Exception as exc:  # e.g. the Dask worker died (KilledWorker): record, go on
+                row = make_row(task_of[fut.key], None, "error", f"dask: {type(exc).__name__}: {exc}", 0.0)
+            yield row
     finally:
         if own:
             client.close()

@@ -84,6 +84,7 @@ def export_library(folder, *, formats=FORMATS, config=None, formulations=None, d
     from milopt import __version__
     from milopt.bench.report import read_solu, write_solu
     from milopt.runner import build_formulation
+    from milopt.bench.worker import _objective_sense
     from milopt.solvers import classify, export, model_size
 
     formats = [f.strip().lower() for f in formats if f.strip()]
@@ -107,6 +108,7 @@ def export_library(folder, *, formats=FORMATS, config=None, formulations=None, d
                 progress.write(f"skip {name}: {exc}\n")
             continue
         cls, feats = classify(model)
+        sense = _objective_sense(model)
         files = {}
         for fmt in formats:
             p = folder / f"{name}.{fmt}.gz"
@@ -114,7 +116,7 @@ def export_library(folder, *, formats=FORMATS, config=None, formulations=None, d
             files[fmt] = {"file": p.name, "bytes": p.stat().st_size, "sha256": _sha256(p)}
         kb = known.get(name)
         entries.append({
-            "name": name, "formulation": f, "data": d, "params": typed, "problem_class": cls,
+            "name": name, "formulation": f, "data": d, "params": typed, "problem_class": cls, "sense": sense,
             "features": list(feats), "size": model_size(model),
             "data_size": {"bags": bags.n_bags, "positive_bags": bags.positive_bags, "instances": bags.n_instances,
                           "features": bags.n_features},
@@ -124,7 +126,7 @@ def export_library(folder, *, formats=FORMATS, config=None, formulations=None, d
             progress.write(f"wrote {name} ({cls}, {entries[-1]['size'].get('variables')} variables) "
                            f"in {entries[-1]['seconds']:.1f} s\n")
         del model
-    manifest = {"milopt_version": __version__, "objective_sense": "minimize",
+    manifest = {"milopt_version": __version__,
                 "note": "features standardised (mean 0, variance 1 over the data set) before building, as milopt solve",
                 "instances": entries, "skipped": skipped}
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))

@@ -17,9 +17,10 @@ Definitions (see docs/bench.md):
   :math:`\rho_c(\tau) = |\{p : r_{p,c} \le \tau\}| / |P|` over the problems attempted by every
   contender.  ``unsupported`` runs (the solver cannot handle the problem class) are not
   attempts: they are excluded everywhere and only counted.
-* **.solu** lines (SCIP / MIPLIB convention, minimisation): ``=opt= NAME VALUE`` when a run
-  proved optimality with gap <= 1e-6, ``=best= NAME VALUE`` the best objective found
-  otherwise, ``=inf= NAME`` when a run proved infeasibility and no run found a solution.
+* **.solu** lines (SCIP / MIPLIB convention; values in the model's own objective sense,
+  recorded per run in the ``sense`` column): ``=opt= NAME VALUE`` when a run proved
+  optimality with gap <= 1e-6, ``=best= NAME VALUE`` the best objective found otherwise
+  (lowest when minimising, highest when maximising), ``=inf= NAME`` when a run proved infeasibility and no run found a solution.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ SHIFT = 10.0
 FIT_FAILURES = {"time_limit", "error", "interrupted", "infeasible", "unbounded", "infeasible_or_unbounded"}
 OPT_GAP = 1e-6
 _STR_COLS = ["run_id", "kind", "problem", "instance", "contender", "data", "formulation", "method", "params",
-             "solver", "outcome", "status", "termination", "error", "extra", "solver_options"]
+             "solver", "outcome", "status", "termination", "error", "extra", "solver_options", "sense"]
 
 
 def load_runs(folder) -> pd.DataFrame:
@@ -173,6 +174,7 @@ def solu_entries(df: pd.DataFrame, existing: dict | None = None, tol: float = 1e
     conflicts = []
     d = df[df["kind"] == "solve"]
     for inst, g in d.groupby("instance", sort=True):
+        sgn = -1.0 if "sense" in g and (g["sense"] == "maximize").any() else 1.0  # objective sense
         okr = g[(g["outcome"] == "ok") & g["objective"].notna()]
         new = None
         if len(okr):
@@ -181,9 +183,9 @@ def solu_entries(df: pd.DataFrame, existing: dict | None = None, tol: float = 1e
                 vals = opt["objective"].astype(float)
                 if vals.max() - vals.min() > tol * max(1.0, abs(vals.min())):
                     conflicts.append(f"{inst}: proven optima differ ({vals.min():.10g} .. {vals.max():.10g})")
-                new = ("opt", float(vals.min()))
+                new = ("opt", float(sgn * (sgn * vals).min()))
             else:
-                new = ("best", float(okr["objective"].astype(float).min()))
+                new = ("best", float(sgn * (sgn * okr["objective"].astype(float)).min()))
         elif (g["termination"] == "infeasible").any():
             new = ("inf", None)
         if new is None:
@@ -201,9 +203,9 @@ def solu_entries(df: pd.DataFrame, existing: dict | None = None, tol: float = 1e
             if abs(ov - nv) > tol * max(1.0, abs(ov)):
                 conflicts.append(f"{inst}: proven optimum {nv:.10g} differs from the recorded {ov:.10g}")
         elif ok_ == "opt":
-            if nv is not None and nv < ov - tol * max(1.0, abs(ov)):
+            if nv is not None and sgn * nv < sgn * ov - tol * max(1.0, abs(ov)):
                 conflicts.append(f"{inst}: solution {nv:.10g} is better than the recorded optimum {ov:.10g}")
-        elif nk == "opt" or (nk == "best" and (ov is None or nv < ov)):
+        elif nk == "opt" or (nk == "best" and (ov is None or sgn * nv < sgn * ov)):
             entries[inst] = new
     return entries, conflicts
 
