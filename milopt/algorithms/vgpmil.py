@@ -437,9 +437,9 @@ def inducing_points(X, M, init="kmeans", random_state=0):
     raise InvalidParameterError(f"inducing_init: expected 'kmeans' or 'random', got {init!r}")
 
 
-def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=100, inducing_init="kmeans", variance=1.0, lengthscale=None,
-               H=100.0, theta="gamma", alpha=1.0, beta=2.5, max_iter=200, tol=1e-5, pi_steps=3, pi_init="label", warmup=0,
-               jitter=1e-6, validation=None, patience=10, bag_rule="max", time_limit=None, random_state=0, verbose=False):
+def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", variance=1.0, lengthscale=None,
+               H=1e12, theta="gamma", alpha=1.0, beta=1.0, max_iter=200, tol=1e-5, pi_steps=3, pi_init="label", warmup=0,
+               jitter=1e-6, validation=None, patience=10, bag_rule="max", blas_threads=1, time_limit=None, random_state=0, verbose=False):
     r"""Fit (Py-/G-)VGPMIL by coordinate ascent on the ELBO.
 
     Parameters
@@ -479,6 +479,9 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=100, inducing_init="kmeans", var
         Seconds; the current posterior is returned with termination ``time_limit``.
     random_state : int
         Seeds k-means and the median subsample.
+    blas_threads : int or None
+        BLAS threads while fitting (threadpoolctl); None leaves BLAS alone. The arrays are
+        N×M and M×M: one thread was ~10× faster than the default on a loaded 2-core machine.
 
     Returns
     -------
@@ -489,6 +492,20 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=100, inducing_init="kmeans", var
         solver="vgpmil", problem_class="native", objective = final ELBO, history with per-epoch
         elbo, kl, max_dpi, pi_step, (val_auc) and seconds.
     """
+    kw = dict(Z=Z, n_inducing=n_inducing, inducing_init=inducing_init, variance=variance, lengthscale=lengthscale, H=H,
+              theta=theta, alpha=alpha, beta=beta, max_iter=max_iter, tol=tol, pi_steps=pi_steps, pi_init=pi_init,
+              warmup=warmup, jitter=jitter, validation=validation, patience=patience, bag_rule=bag_rule,
+              time_limit=time_limit, random_state=random_state, verbose=verbose)
+    if blas_threads is None:
+        return _fit_vgpmil(X, ptr, y, **kw)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=int(blas_threads), user_api="blas"):
+        return _fit_vgpmil(X, ptr, y, **kw)
+
+
+def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscale, H, theta, alpha, beta, max_iter, tol,
+                pi_steps, pi_init, warmup, jitter, validation, patience, bag_rule, time_limit, random_state, verbose):
     t_start = time.perf_counter()
     X, ptr, y = _check_inputs(X, ptr, y)
     gsm = make_gsm(theta, alpha, beta)
