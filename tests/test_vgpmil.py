@@ -254,3 +254,20 @@ def test_registry_and_errors():
         fit_vgpmil(X, bags.bag_ptr, bags.y)
     with pytest.raises(InvalidDataError, match="features"):
         VGPMILClassifier(n_inducing=5).fit(bags).predict(Bags.from_arrays([np.zeros((2, 3))], [0]))
+
+
+def test_early_stopping_returns_best_validation_epoch(digits):
+    tr, te = digits
+    post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, max_iter=60, tol=0.0,
+                               validation=(te.X, te.bag_ptr, te.y), patience=3)
+    aucs = [h["val_auc"] for h in res.history]
+    best = res.extra["best_iteration"]
+    assert aucs[best - 1] == max(aucs) and res.extra["val_auc"] == max(aucs)
+    assert len(aucs) <= best + 3                       # stopped after `patience` epochs without improvement
+    assert res.objective == res.history[best - 1]["elbo"]
+
+
+def test_time_limit_returns_a_status_not_an_error(digits):
+    tr, _ = digits
+    post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, max_iter=10_000, tol=0.0, time_limit=0.0)
+    assert res.termination == milopt.solvers.Termination.TIME_LIMIT and res.ok and res.iterations == 1

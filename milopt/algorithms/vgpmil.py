@@ -56,10 +56,10 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg import cho_solve, solve_triangular
 from scipy.special import expit, log_expit, xlogy
 
 from milopt.errors import InvalidDataError, InvalidParameterError
@@ -67,7 +67,7 @@ from milopt.segments import segment_max, segment_sum
 from milopt.solvers.result import SolutionStatus, SolveResult, Termination
 
 __all__ = ["GSM", "make_gsm", "theta_pg", "theta_gamma", "theta_from_psi", "rbf_kernel", "expected_max_others",
-           "loo_survival", "median_sq_distance", "VGPMILPosterior", "fit_vgpmil", "bag_probabilities"]
+           "loo_survival", "median_sq_distance", "inducing_points", "VGPMILPosterior", "fit_vgpmil", "bag_probabilities"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,10 +206,6 @@ def expected_max_others(pi, ptr):
     with np.errstate(divide="ignore"):
         lq = np.log(np.where(zero, 1.0, q))
     return 1.0 - loo_survival(lq, zero, np.asarray(ptr))
-
-
-def _bag_log_survival(log_q, ptr):
-    return segment_sum(log_q, ptr)
 
 
 def _log1mexp(a):
@@ -489,8 +485,9 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
     pi : (n_instances,) array
         Final q(y_n = 1).
     result : SolveResult
-        solver="vgpmil", problem_class="native", objective = final ELBO, history with per-epoch
-        elbo, kl, max_dpi, pi_step, (val_auc) and seconds.
+        solver="vgpmil", problem_class="native", objective = ELBO of the returned epoch (the best
+        validation epoch when early stopping), history with per-epoch elbo, kl, max_dpi, pi_step,
+        warmup, (val_auc) and seconds.
     """
     kw = dict(Z=Z, n_inducing=n_inducing, inducing_init=inducing_init, variance=variance, lengthscale=lengthscale, H=H,
               theta=theta, alpha=alpha, beta=beta, max_iter=max_iter, tol=tol, pi_steps=pi_steps, pi_init=pi_init,
@@ -571,7 +568,7 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
         elbo = (-0.5 * float(mu.sum()) + float(gsm.log_psi(c).sum()) + gsm.const * X.shape[0] - kl
                 + _pi_block(pi, mu, T_inst, ptr, logH, y) - (ptr.size - 1) * math.log1p(1.0 / H))
         rec = {"iteration": it, "elbo": elbo, "objective": elbo, "kl": kl, "max_dpi": dpi, "pi_step": step,
-               "seconds": time.perf_counter() - t_start}
+               "warmup": in_warmup, "seconds": time.perf_counter() - t_start}
         post = VGPMILPosterior(Z, float(variance), float(lengthscale), L, R, mw, jitter)
         if validation is not None:
             from sklearn.metrics import roc_auc_score
@@ -591,7 +588,6 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
         if validation is not None and bad >= patience:
             termination = Termination.OPTIMAL
             break
-        rec["warmup"] = in_warmup
         converged = prev is not None and abs(elbo - prev) <= tol * max(1.0, abs(elbo)) and dpi < 1e-3
         if converged and in_warmup:
             warmup_end = it                 # the single-instance fit has converged: start the MIL updates
@@ -606,11 +602,13 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
             break
     extra = {"n_inducing": M, "variance": float(variance), "lengthscale": float(lengthscale), "H": float(H),
              "theta": gsm.name, "alpha": float(alpha), "beta": float(beta)}
+    objective = history[-1]["elbo"]
     if validation is not None and best is not None:
         post, pi, best_it = best
-        extra.update({"best_iteration": best_it, "val_auc": best_auc})
+        objective = history[best_it - 1]["elbo"]
+        extra.update({"best_iteration": best_it, "val_auc": best_auc, "last_iteration_elbo": history[-1]["elbo"]})
     status = SolutionStatus.OPTIMAL if termination == Termination.OPTIMAL else SolutionStatus.FEASIBLE
-    res = SolveResult(solver="vgpmil", termination=termination, status=status, objective=history[-1]["elbo"],
+    res = SolveResult(solver="vgpmil", termination=termination, status=status, objective=objective,
                       wall_time=time.perf_counter() - t_start, iterations=it, problem_class="native",
                       solver_version=f"milopt-vgpmil ({gsm.name})", history=tuple(history), extra=extra)
     return post, pi, res
