@@ -271,3 +271,30 @@ def test_time_limit_returns_a_status_not_an_error(digits):
     tr, _ = digits
     post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, max_iter=10_000, tol=0.0, time_limit=0.0)
     assert res.termination == milopt.solvers.Termination.TIME_LIMIT and res.ok and res.iterations == 1
+
+
+def test_kernel_objective_gradient_matches_finite_differences():
+    from milopt.algorithms.vgpmil import _sqdist, kernel_objective
+
+    rng = np.random.default_rng(0)
+    X, Z = rng.normal(size=(30, 3)), rng.normal(size=(6, 3))
+    m = rng.normal(size=6)
+    Q = rng.normal(size=(6, 6))
+    S = Q @ Q.T / 6 + 0.1 * np.eye(6)
+    th, a = rng.random(30), rng.random(30) - 0.5
+    Dxz, Dzz = _sqdist(X, Z), _sqdist(Z, Z)
+    x = np.log([1.7, 2.3])
+    F, g = kernel_objective(x, Dxz, Dzz, m, S, th, a)
+    h = 1e-6
+    fd = [(kernel_objective(x + h * e, Dxz, Dzz, m, S, th, a)[0] - kernel_objective(x - h * e, Dxz, Dzz, m, S, th, a)[0])
+          / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(g, fd, rtol=1e-5)
+
+
+def test_elbo_kernel_learning_is_monotone(digits):
+    tr, _ = digits
+    post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=20, theta="pg", max_iter=12, tol=0.0,
+                               learn_kernel=True, kernel_steps=3)
+    elbo = np.array([h["elbo"] for h in res.history])
+    assert np.all(np.diff(elbo) >= -1e-8 * np.abs(elbo).max())
+    assert (res.history[-1]["variance"], res.history[-1]["lengthscale"]) != (1.0, res.history[0]["lengthscale"])
