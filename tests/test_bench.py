@@ -429,6 +429,67 @@ def test_killed_bench_process_resumes(tmp_path):
     _check_resumed(out, first, 6)
 
 
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_killed_bench_leaves_no_run_behind(tmp_path):
+    """SIGKILL of the bench process alone (not its group): the fork server and the runs die with it."""
+    cfg = _write(tmp_path, "long", SLEEPY.replace("seconds = [0.2, 0.21, 0.22]", "seconds = 60.0"))
+    code = "import sys; from milopt.cli import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.Popen([sys.executable, "-c", code, "bench", cfg, "--out", str(tmp_path / "out"), "--jobs", "2",
+                             "--quiet"], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    desc: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # fork server + resource tracker + 2 runs
+            desc = _descendants(proc.pid)
+            if len(desc) >= 4:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"runs did not start (descendants {desc})")
+        time.sleep(0.5)
+        desc = _descendants(proc.pid)
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(_alive(p) for p in desc):
+            time.sleep(0.2)
+        left = [p for p in desc if _alive(p)]
+        assert not left, f"processes left running after the bench died: {left}"
+    finally:
+        proc.kill()
+        proc.wait()
+        for p in desc:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+
+
 def test_partial_line_is_repaired(tmp_path):
     from milopt.bench.execute import COLUMNS
 

@@ -136,8 +136,29 @@ def run_task(task: dict, result_path: str) -> None:
         traceback.print_exc()
 
 
+def _release_forkserver_alive_fd() -> None:
+    """Close this child's copy of the fork server's "alive" pipe.
+
+    multiprocessing hands every fork-server child the write end of the pipe whose EOF tells
+    the fork server that the bench process is gone.  While a child holds it, the fork server
+    outlives a killed bench, and so would the child (its parent is the fork server).  Closed,
+    the bench's death ends the fork server, whose death ends this child (``PR_SET_PDEATHSIG``).
+    """
+    try:
+        from multiprocessing import forkserver
+
+        fs = forkserver._forkserver
+        fd = getattr(fs, "_forkserver_alive_fd", None)
+        if fd is not None:
+            os.close(fd)
+            fs._forkserver_alive_fd = None
+    except Exception:  # pragma: no cover - private API changed: the hard limit still applies
+        pass
+
+
 def child_main(task: dict, result_path: str, log_path: str) -> None:
     """Entry point of a fork-server child (see module docstring)."""
+    _release_forkserver_alive_fd()
     ppid = os.getppid()
     try:
         os.setsid()
