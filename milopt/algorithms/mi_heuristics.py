@@ -210,7 +210,7 @@ class _Subproblem:
     def __init__(self, K, y, groups, caps, solver, tol, X=None):
         self.K, self.y, self.groups, self.caps, self.tol, self.X = K, y, groups, caps, tol, X
         self.solver = solver
-        self.smo = GroupSVMDual(K, y, groups, caps, tol=tol) if solver == "smo" else None
+        self.smo = GroupSVMDual(K, y, groups, caps, tol=tol, X=X if K is None else None) if solver == "smo" else None
         self.alpha = np.zeros(y.size)
 
     def start(self, act):
@@ -311,6 +311,17 @@ def misvm_alternate(K, bags, C=1.0, class_weight="kent-yu", slack="bag", init="c
     dict: alpha (n,), b, y (±1 per instance), witnesses (row per positive bag), objective,
     history (list of dicts per alternation over all starts), iterations, best_start, converged.
     """
+    from threadpoolctl import threadpool_limits
+
+    # small BLAS calls (kernel rows, Cholesky of a few hundred rows) lose to thread start-up and
+    # oversubscription on a shared machine: run the alternation single-threaded
+    with threadpool_limits(1):
+        return _misvm_alternate(K, bags, C, class_weight, slack, init, restarts, max_iter, tol, random_state,
+                                init_scores, solver, X)
+
+
+def _misvm_alternate(K, bags, C, class_weight, slack, init, restarts, max_iter, tol, random_state, init_scores,
+                     solver, X):
     if init not in INITS:
         raise InvalidParameterError(f"init: expected one of {INITS}, got {init!r}")
     if solver not in SOLVERS:
@@ -330,10 +341,10 @@ def misvm_alternate(K, bags, C=1.0, class_weight="kent-yu", slack="bag", init="c
     if solver == "libsvm" and slack != "instance":
         raise InvalidParameterError("solver=libsvm solves the instance-slack form only; use slack=instance, "
                                     "or solver=smo|ipm for the bag-slack form")
-    if K is None and (X is None or solver != "libsvm"):
+    if K is None and (X is None or solver == "ipm"):
         if X is None:
             raise InvalidParameterError("misvm_alternate: pass a kernel matrix K or features X")
-        K = X @ X.T
+        K = X @ X.T            # the IPM needs the matrix; SMO and libsvm use X directly
     sub = _Subproblem(K, y, groups, caps, solver, tol, X=X)
     t0 = time.perf_counter()
     history = []

@@ -31,13 +31,41 @@ import numpy as np
 from milopt.errors import InvalidDataError, InvalidParameterError
 
 
+class _LinearRows:
+    """Rows of the linear kernel X Xᵀ computed on demand (with a small cache) instead of the
+    n × n matrix: for large effective sets with few features (MUSK2: 6,598 × 166)."""
+
+    def __init__(self, X, cache_rows=256):
+        self.X = X
+        self.shape = (X.shape[0], X.shape[0])
+        self.cache = {}
+        self.cache_rows = int(cache_rows)
+
+    def diagonal(self):
+        return np.einsum("ij,ij->i", self.X, self.X)
+
+    def __getitem__(self, i):
+        i = int(i)
+        r = self.cache.get(i)
+        if r is None:
+            if len(self.cache) >= self.cache_rows:
+                self.cache.pop(next(iter(self.cache)))
+            r = self.X @ self.X[i]
+            self.cache[i] = r
+        return r
+
+    def rows(self, idx):
+        return self.X[np.asarray(idx)] @ self.X.T
+
+
 class GroupSVMDual:
     """Dual solver over a fixed instance set with a kernel matrix computed once.
 
     Parameters
     ----------
-    K : ndarray (n, n)
-        Kernel matrix of all instances (only the active ones enter the problem).
+    K : ndarray (n, n) or None
+        Kernel matrix of all instances (only the active ones enter the problem); None with
+        ``X`` for the linear kernel, whose rows are then computed on demand.
     y : ndarray (n,)
         Labels ±1.
     groups : ndarray of int (n,)
@@ -48,10 +76,19 @@ class GroupSVMDual:
         Stopping tolerance on the maximal KKT violation (libsvm's ``eps``).
     max_iter : int
         Iteration limit per :meth:`solve` call.
+    X : ndarray (n, d), optional
+        Linear-kernel features used when ``K`` is None.
+    cache_rows : int
+        Kernel rows kept in the cache (``X`` mode).
     """
 
-    def __init__(self, K, y, groups, caps, tol=1e-3, max_iter=1_000_000):
-        K = np.asarray(K, dtype=float)
+    def __init__(self, K, y, groups, caps, tol=1e-3, max_iter=1_000_000, X=None, cache_rows=256):
+        if K is None:
+            if X is None:
+                raise InvalidDataError("GroupSVMDual: pass a kernel matrix K or linear features X")
+            K = _LinearRows(np.asarray(X, dtype=float), cache_rows)
+        else:
+            K = np.asarray(K, dtype=float)
         n = K.shape[0]
         if K.shape != (n, n):
             raise InvalidDataError(f"K: expected a square kernel matrix, got {K.shape}")
@@ -70,7 +107,7 @@ class GroupSVMDual:
         self.tol, self.max_iter = float(tol), int(max_iter)
         self.gptr = np.concatenate(([0], np.flatnonzero(np.diff(groups)) + 1, [n])).astype(np.int64)
         self.multi = np.diff(self.gptr) > 1      # groups where exchanges are possible
-        self.diag = np.diag(K).copy()
+        self.diag = K.diagonal().copy()
         self.alpha = np.zeros(n)
         self.F = y.copy()               # −y ∘ ∇f with ∇f = Qα − 1 (α = 0)
         self.gsum = np.zeros(caps.size)
@@ -99,7 +136,8 @@ class GroupSVMDual:
             s, d, a = src[nz], dst[nz], a[nz]
             # gradient update with the changed columns: Q[:, d] a − Q[:, s] a (vectorised)
             coef = self.y[d] * a
-            self.F -= coef @ self.K[d] - (self.y[s] * a) @ self.K[s]
+            self.F -= coef @ self.K.rows(d) - (self.y[s] * a) @ self.K.rows(s) if isinstance(self.K, _LinearRows) \
+                else coef @ self.K[d] - (self.y[s] * a) @ self.K[s]
             self.alpha[s] = 0.0
             self.alpha[d] += a
             self.gsum = np.add.reduceat(self.alpha, self.gptr[:-1])
@@ -174,7 +212,7 @@ class GroupSVMDual:
             if gap_c > self.tol:
                 # second-order choice of j (Fan, Chen & Lin 2005): largest decrease -(F_i - F_j)^2 / a_ij
                 bij = Fu[i] - Fl
-                aij = np.maximum(diag[i] + diag - 2.0 * K[i], 1e-12)
+                aij = np.maximum(diag[i] + diag - 2.0 * K[i], 1e-12)   # K[i]: a row (cached for X)
                 j = int(np.argmin(np.where(bij > 0, -(bij * bij) / aij, np.inf)))
             if not np.isfinite(gap_c):
                 gap_c = -np.inf
@@ -198,7 +236,8 @@ class GroupSVMDual:
                 di, dj = y[i], -y[j]
             # slope of f along d = di e_i + dj e_j: di ∇_i f + dj ∇_j f with ∇f = −y F
             slope = -(di * y[i] * F[i] + dj * y[j] * F[j])
-            curv = diag[i] + diag[j] - 2.0 * K[i, j]
+            Ki = K[i]
+            curv = diag[i] + diag[j] - 2.0 * Ki[j]
             t = -slope / max(curv, 1e-12)
             if di < 0:
                 t = min(t, alpha[i])
@@ -235,7 +274,7 @@ class GroupSVMDual:
             self.gsum[gi] = alpha[gptr[gi]:gptr[gi + 1]].sum()
             if gj != gi:
                 self.gsum[gj] = alpha[gptr[gj]:gptr[gj + 1]].sum()
-            F -= (di * t * y[i]) * K[i] + (dj * t * y[j]) * K[j]     # K symmetric: rows are columns
+            F -= (di * t * y[i]) * Ki + (dj * t * y[j]) * K[j]     # K symmetric: rows are columns
             self._refresh_group(gi)
             if gj != gi:
                 self._refresh_group(gj)
