@@ -158,7 +158,18 @@ class VGPMILClassifier(MILClassifier):
         med = median_sq_distance(bags.X, random_state=seed)
         M = int(self.n_inducing)
         if self.lengthscale == "auto":
-            candidates = [float(f) * med for f in self.lengthscale_grid]
+            grid = self.lengthscale_grid
+            if isinstance(grid, str):           # CLI: --set lengthscale_grid=0.125,0.25,0.5
+                grid = [g for g in grid.replace(";", ",").split(",") if g.strip()]
+            elif np.isscalar(grid):
+                grid = [grid]
+            try:
+                candidates = [float(f) * med for f in grid]
+            except (TypeError, ValueError):
+                raise InvalidParameterError(f"lengthscale_grid: expected positive multipliers such as 0.125,0.25,0.5; "
+                                            f"got {self.lengthscale_grid!r}") from None
+            if not candidates or min(candidates) <= 0:
+                raise InvalidParameterError(f"lengthscale_grid: expected positive multipliers, got {self.lengthscale_grid!r}")
         else:
             candidates = [float(self.lengthscale)]
         use_val = float(self.validation_fraction) > 0 and bags.n_bags >= 10
