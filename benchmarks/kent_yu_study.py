@@ -15,13 +15,14 @@ def main(argv=None):
     ap.add_argument("--replicates", type=int, default=10)
     ap.add_argument("--test-bags", type=int, default=500)
     ap.add_argument("--miqp-time-limit", type=float, default=20.0)
+    ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     from milopt.study import kent_yu_study
 
     res = kent_yu_study(out_dir=args.out, replicates=args.replicates, test_bags=args.test_bags,
-                        miqp_time_limit=args.miqp_time_limit, n_jobs=args.jobs, quick=args.quick)
+                        miqp_time_limit=args.miqp_time_limit, folds=args.folds, n_jobs=args.jobs, quick=args.quick)
     import pandas as pd
 
     summ = pd.read_csv(res["summary_csv"])

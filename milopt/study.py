@@ -226,8 +226,15 @@ def kent_yu_study(out_dir="kent-yu-study", replicates=10, bags=50, instances=3, 
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.perf_counter()
     tasks = [(s, r) for r in range(replicates) for s in scenarios]
-    res = Parallel(n_jobs=n_jobs, verbose=5 if verbose else 0)(delayed(_one_task)(s, r, cfg) for s, r in tasks)
-    df = pd.DataFrame([row for rows in res for row in rows])
+    partial = os.path.join(out_dir, "results.partial.csv")
+    rows_all = []
+    gen = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(delayed(_one_task)(s, r, cfg) for s, r in tasks)
+    for k, rows in enumerate(gen, 1):      # keep what is done even if the run is interrupted
+        rows_all.extend(rows)
+        pd.DataFrame(rows_all).to_csv(partial, index=False)
+        if verbose:
+            print(f"[kent-yu study] {k}/{len(tasks)} data sets done, {time.perf_counter() - t0:.0f} s", flush=True)
+    df = pd.DataFrame(rows_all)
     df["scenario_name"] = df["scenario"].map(SCENARIO_NAMES)
     csv = os.path.join(out_dir, "results.csv")
     df.to_csv(csv, index=False)
@@ -243,6 +250,8 @@ def kent_yu_study(out_dir="kent-yu-study", replicates=10, bags=50, instances=3, 
     summ.to_csv(scsv, index=False)
     png = os.path.join(out_dir, "auroc.png")
     _plot(df, png, list(methods), list(scenarios))
+    if os.path.exists(partial):
+        os.remove(partial)
     wide = summ[summ.scenario > 0].pivot(index="method", columns="scenario", values="auc_mean").reindex(list(methods))
     return {"results_csv": csv, "summary_csv": scsv, "plot": png, "seconds": time.perf_counter() - t0,
             "settings": {**cfg, "replicates": replicates, "scenarios": list(scenarios)},
