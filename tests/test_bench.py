@@ -304,6 +304,14 @@ def test_existing_table_needs_resume(tiny):
         run_bench(cfg, out, progress=False)
     res = run_bench(cfg, out, resume=True, progress=False)
     assert res["executed"] == 0 and res["skipped"] == 8
+    from milopt.bench.harness import _lock
+
+    held = _lock(out)  # another bench writing the folder
+    try:
+        with pytest.raises(InvalidParameterError, match="another milopt bench"):
+            run_bench(cfg, out, resume=True, progress=False)
+    finally:
+        held.close()
 
 
 def test_dask_gives_same_rows(tiny, tmp_path):

@@ -170,6 +170,31 @@ def run_bench(config=None, out="bench-out", *, jobs: int | None = None, schedule
     if store.exists() and not resume:
         raise InvalidParameterError(f"{store.path} already holds results; pass --resume to continue that bench "
                                     "or choose another --out folder")
+    store.folder.mkdir(parents=True, exist_ok=True)
+    lock = _lock(store.folder)
+    try:
+        return _run(cfg, runs, store, lock, jobs=jobs, scheduler=scheduler, resume=resume, progress=progress,
+                    stream=stream, max_runs=max_runs)
+    finally:
+        lock.close()
+
+
+def _lock(folder: Path):
+    """Exclusive lock on ``folder/.lock``: two benches never append to the same table."""
+    fh = open(folder / ".lock", "w")
+    try:
+        import fcntl
+
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except ImportError:  # pragma: no cover - not POSIX
+        pass
+    except OSError:
+        fh.close()
+        raise InvalidParameterError(f"another milopt bench is writing {folder}; wait for it or use another --out")
+    return fh
+
+
+def _run(cfg, runs, store, lock, *, jobs, scheduler, resume, progress, stream, max_runs) -> dict:
     store.repair()
     done = store.finished_ids() if resume else set()
     store.start()
@@ -191,5 +216,5 @@ def run_bench(config=None, out="bench-out", *, jobs: int | None = None, schedule
     for row in it:
         store.append(row)
         prog.update(row)
-    return {"total": len(runs), "skipped": skipped, "executed": prog.done, "failures": prog.failures, "seconds": time.monotonic() - t0,
-            "out": str(store.folder), "table": str(store.path)}
+    return {"total": len(runs), "skipped": skipped, "executed": prog.done, "failures": prog.failures,
+            "seconds": time.monotonic() - t0, "out": str(store.folder), "table": str(store.path)}
