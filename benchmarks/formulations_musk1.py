@@ -7,9 +7,9 @@ to hang), one thread.
 
 Rows printed:
 
-* misvm-bigm (½‖w‖², big-M)            on SCIP            -- MIQP
+* misvm-bigm (½‖w‖², big-M)            on SCIP (Pyomo scip_direct) and scip-native (PySCIPOpt)
 * misvm-bigm disjunction=sos1          on SCIP            -- MIQP + SOS1, no big-M
-* misvm-bigm disjunction=indicator     -- refused: no installed backend takes indicator constraints
+* misvm-bigm disjunction=indicator     on scip-native     -- MIQP + indicator constraints, no big-M
 * misvm-bigm norm=l1 (big-M)           on HiGHS and SCIP  -- MILP
 * misvm-bigm norm=l1 disjunction=sos1  on SCIP            -- MILP + SOS1
 * misvm-dual-qp kernel=rbf             on Ipopt and HiGHS (and SCIP) -- the dual QP of Kent & Yu eq. 3
@@ -33,9 +33,9 @@ import sys
 import time
 
 CASES = [
-    ("bigm", "misvm-bigm", {}, ["scip"]),
+    ("bigm", "misvm-bigm", {}, ["scip", "scip-native"]),
     ("sos1", "misvm-bigm", {"disjunction": "sos1"}, ["scip"]),
-    ("indicator", "misvm-bigm", {"disjunction": "indicator"}, ["scip"]),
+    ("indicator", "misvm-bigm", {"disjunction": "indicator"}, ["scip-native"]),
     ("l1", "misvm-bigm", {"norm": "l1"}, ["highs", "scip"]),
     ("l1-sos1", "misvm-bigm", {"norm": "l1", "disjunction": "sos1"}, ["scip"]),
     ("dual-rbf", "misvm-dual-qp", {"kernel": "rbf"}, ["ipopt", "highs", "scip"]),

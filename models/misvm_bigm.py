@@ -44,10 +44,13 @@ off an optimal solution.  mildsvm's choice :math:`L = 100 \sum_{\text{columns}} 
   special ordered set of type 1 over :math:`(s_i, u_i)` (at most one nonzero): a witness
   (:math:`\zeta = 0`) has :math:`s_i = 0`.  No big-M at all; needs a solver with SOS support
   (SCIP; HiGHS has none and is refused by the driver).
-* ``disjunction="indicator"``: :math:`\zeta_{I,i} = 0 \Rightarrow w^\top z_i + b \ge 1 - \xi_I`.
-  Refused with :class:`~milopt.errors.UnsupportedProblemError`: Pyomo 6.10 has no indicator
-  constraint component and none of its interfaces installed here (``highs``, ``scip_direct``)
-  passes one to a solver (SCIP itself has them, through PySCIPOpt's ``addConsIndicator``).
+* ``disjunction="indicator"``: :math:`\zeta_{I,i} = 0 \Rightarrow w^\top z_i + b + \xi_I \ge 1`
+  (no big-M).  Pyomo 6.10 has no indicator-constraint component and its ``highs`` /
+  ``scip_direct`` interfaces cannot pass one, so the rows of positive-bag instances are built
+  in the *deactivated* component ``margin_ind`` and declared in ``model._milopt_indicators``;
+  the model has the feature ``INDICATOR`` and only the backend ``scip-native``
+  (``milopt/solvers/scip_native.py``: PySCIPOpt's ``addConsIndicator``) accepts it.  Export
+  to ``.mps``/``.lp`` is refused for it.
 """
 from __future__ import annotations
 
@@ -57,7 +60,7 @@ import scipy.sparse as sp
 from pyomo.common.gc_manager import PauseGC
 
 from milopt.data.bags import Bags
-from milopt.errors import InvalidParameterError, UnsupportedProblemError
+from milopt.errors import InvalidParameterError
 from milopt.models._linear import add_linear_rows, var_list
 from milopt.segments import expand, segment_max, segment_mean
 
@@ -69,22 +72,20 @@ PARAMS = {
     "class_weight": (str, "kent-yu", "kent-yu | balanced | none"),
     "big_m": (str, "valid", "valid (provable, per instance) | mildsvm (100 x sum of column mean |x|) | a number"),
     "norm": (str, "l2", "l2 (1/2 ||w||^2: MIQP) | l1 (||w||_1 through v >= +-w: MILP)"),
-    "disjunction": (str, "bigm", "bigm (L zeta) | sos1 (SOS1 over slack s_i and 1 - zeta_i; SCIP) | indicator"),
+    "disjunction": (str, "bigm", "bigm (L zeta) | sos1 (SOS1 over slack s_i and 1 - zeta_i; SCIP) | "
+                                 "indicator (zeta_i = 0 => margin row; solver scip-native)"),
 }
 
 NORMS = ("l2", "l1")
 DISJUNCTIONS = ("bigm", "sos1", "indicator")
-INDICATOR_MSG = ("misvm-bigm: disjunction='indicator' needs indicator constraints, which no installed backend "
-                 "accepts through Pyomo (Pyomo 6.10 has no indicator-constraint component; its highs and "
-                 "scip_direct interfaces pass only linear/quadratic rows and SOS); use disjunction='sos1' "
-                 "(SCIP) or disjunction='bigm'")
 
 
 def problem_class(norm: str = "l2", disjunction: str = "bigm", **unused):
     """(problem class, features) of the model ``build`` returns for these parameters (known
     before building, so that the CLI refuses a solver early): MIQP / MILP, plus SOS for sos1."""
     cls = "MILP" if str(norm).lower() == "l1" else "MIQP"
-    return cls, (("SOS",) if str(disjunction).lower() == "sos1" else ())
+    dj = str(disjunction).lower()
+    return cls, (("SOS",) if dj == "sos1" else (("INDICATOR",) if dj == "indicator" else ()))
 
 
 def bag_costs(bags: Bags, C: float, class_weight="kent-yu") -> np.ndarray:
@@ -168,15 +169,14 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
     -------
     pyomo.environ.ConcreteModel
         Components ``w, b, xi, zeta, margin, witness, obj`` (+ ``v, l1_pos, l1_neg`` for l1,
-        + ``s, u, u_def, sos`` for sos1); ``_milopt_class`` MIQP/MILP (QP/LP without
-        binaries), ``_milopt_features`` ``("SOS",)`` for sos1.
+        + ``s, u, u_def, sos`` for sos1, + the deactivated ``margin_ind`` for indicator);
+        ``_milopt_class`` MIQP/MILP (QP/LP without binaries), ``_milopt_features`` ``("SOS",)``
+        for sos1, ``("INDICATOR",)`` for indicator.
 
     Raises
     ------
     InvalidParameterError
         Bad C, class_weight, big_m, norm, disjunction, non-binary labels, unknown keys.
-    UnsupportedProblemError
-        ``disjunction='indicator'`` (no installed backend takes indicator constraints).
     """
     if unused:
         raise InvalidParameterError(f"misvm-bigm: unknown parameter(s) {sorted(unused)}; accepted: {sorted(PARAMS)} "
@@ -187,8 +187,6 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
         raise InvalidParameterError(f"norm: expected 'l2' or 'l1', got {norm!r}")
     if disjunction not in DISJUNCTIONS:
         raise InvalidParameterError(f"disjunction: expected 'bigm', 'sos1' or 'indicator', got {disjunction!r}")
-    if disjunction == "indicator":
-        raise UnsupportedProblemError(INDICATOR_MSG)
     if bags.n_classes > 2:
         raise InvalidParameterError("misvm-bigm: binary bag labels (0/1) are required")
     X, ptr = bags.X, bags.bag_ptr
@@ -214,6 +212,7 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
     zrows = np.flatnonzero(has_zeta)
     nz = zrows.size
     sos = disjunction == "sos1"
+    ind = disjunction == "indicator"
 
     m = pe.ConcreteModel(name="misvm_bigm")
     with PauseGC():
@@ -245,10 +244,21 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
     Zs = sp.csr_matrix(X * sign[:, None])
     bcol = sp.csr_matrix(sign[:, None])
     XI = sp.csr_matrix((np.ones(n), (np.arange(n), bags.bag_index)), shape=(n, B))
-    rel = sp.csr_matrix((np.ones(nz) if sos else L[zrows], (zrows, (o_s if sos else o_zeta) - o_zeta + np.arange(nz))),
-                        shape=(n, nv - o_zeta))
-    A = sp.hstack([Zs, bcol, XI, rel], format="csr")
-    add_linear_rows(m, "margin", A, vars_, lb=1.0)
+    if ind:
+        # zeta_i = 0  =>  w z_i + b + xi_I >= 1: the rows of released-able instances are kept in
+        # the deactivated component margin_ind and declared as indicator constraints
+        A = sp.hstack([Zs, bcol, XI, sp.csr_matrix((n, nv - o_zeta))], format="csr")
+        hard = np.flatnonzero(~has_zeta)
+        add_linear_rows(m, "margin", A[hard], vars_, lb=1.0, index=hard.tolist())
+        add_linear_rows(m, "margin_ind", A[zrows], vars_, lb=1.0, index=zrows.tolist())
+        m.margin_ind.deactivate()
+        m._milopt_indicators = [{"rows": m.margin_ind, "binaries": [m.zeta[i] for i in zrows.tolist()],
+                                 "active_value": 0}]
+    else:
+        rel = sp.csr_matrix((np.ones(nz) if sos else L[zrows], (zrows, (o_s if sos else o_zeta) - o_zeta + np.arange(nz))),
+                            shape=(n, nv - o_zeta))
+        A = sp.hstack([Zs, bcol, XI, rel], format="csr")
+        add_linear_rows(m, "margin", A, vars_, lb=1.0)
 
     # cardinality: sum of zeta over a positive bag <= |I| - 1
     zb = bags.bag_index[zrows]
@@ -281,8 +291,8 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
         m.obj = pe.Objective(expr=0.5 * pe.quicksum(m.w[k] ** 2 for k in range(d)) + xi_term, sense=pe.minimize)
         cls = PROBLEM_CLASS if nz else "QP"
     m._milopt_class = cls
-    m._milopt_features = ("SOS",) if sos and nz else ()
-    m._milopt_meta = {"big_m": None if sos else L, "costs": costs, "n_features": d, "instances": n,
+    m._milopt_features = ("SOS",) if sos and nz else (("INDICATOR",) if ind and nz else ())
+    m._milopt_meta = {"big_m": None if (sos or ind) else L, "costs": costs, "n_features": d, "instances": n,
                       "norm": norm, "disjunction": disjunction, "C": float(C), "class_weight": class_weight}
     m._milopt_bags = bags
     return m
@@ -350,7 +360,9 @@ def warm_start(model, w, b) -> None:
     xi = np.where(pos, np.maximum(0.0, 1.0 - mx), np.maximum(0.0, 1.0 + neg_mx))
     zi = np.fromiter(model.ZETA, dtype=np.int64, count=len(model.ZETA))
     zeta = (zi != arg[bags.bag_index[zi]]).astype(int)
-    if meta.get("disjunction") == "sos1":
+    if meta.get("disjunction") == "indicator":
+        pass  # a released instance needs no slack
+    elif meta.get("disjunction") == "sos1":
         sl = np.where(zeta == 1, np.maximum(0.0, 1.0 - xi[bags.bag_index[zi]] - s[zi]), 0.0)
         for k, i in enumerate(zi.tolist()):
             model.s[i].value = float(sl[k])

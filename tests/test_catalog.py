@@ -1,7 +1,7 @@
 """Cross-backend checks over the whole formulation catalogue (issue 3).
 
 For every formulation in ``milopt.models.available()`` (and the ``misvm-bigm`` variants
-``norm=l1``, ``disjunction=sos1`` and both), built on a tiny seeded data set with instance
+``norm=l1``, ``disjunction=sos1|indicator`` and their combinations), built on a tiny seeded data set with instance
 coordinates and instance labels (so that the batch models can use it too):
 
 * every installed backend that handles the model's class (and features) reaches the same
@@ -11,7 +11,8 @@ coordinates and instance labels (so that the batch models can use it too):
   (``readModel``) reach the same optimum (same tolerance).  HiGHS cannot solve an MIQP: the
   integer columns of the re-read file are fixed at the in-memory optimum and made continuous,
   and the resulting QP optimum must equal the MIQP optimum.  SOS models are written by Pyomo's
-  writers (highspy has no SOS); HiGHS cannot represent SOS, so only SCIP re-reads them.
+  writers (highspy has no SOS), indicator models by SCIP's writers (``scip-native``); HiGHS
+  cannot represent either, so only SCIP re-reads them.
 
 The data are deliberately tiny (8 bags x <= 3 instances x 3 features): the whole module runs
 in a few seconds.
@@ -34,7 +35,8 @@ pytestmark = [pytest.mark.highs, pytest.mark.scip, pytest.mark.ipopt]
 
 REL, ABS = 1e-5, 1e-6
 
-VARIANTS = {"misvm-bigm": [{}, {"norm": "l1"}, {"disjunction": "sos1"}, {"norm": "l1", "disjunction": "sos1"}]}
+VARIANTS = {"misvm-bigm": [{}, {"norm": "l1"}, {"disjunction": "sos1"}, {"norm": "l1", "disjunction": "sos1"},
+                          {"disjunction": "indicator"}, {"norm": "l1", "disjunction": "indicator"}]}
 
 
 def tiny_bags(seed: int = 0) -> Bags:
@@ -93,7 +95,7 @@ def test_backends_agree(name, params):
     # the comparisons the issue asks for actually happened
     if cls in ("LP", "QP"):
         assert {"highs", "ipopt", "scip"} <= set(results), set(results)
-    if cls == "MILP" and "SOS" not in feats:
+    if cls == "MILP" and not feats:
         assert {"highs", "scip"} <= set(results), set(results)
 
 
@@ -141,8 +143,8 @@ def test_export_reread_reaches_optimum(name, params, fmt, tmp_path):
     path = tmp_path / f"model{fmt}"
     export(m, path)
     assert _scip_optimum(path) == pytest.approx(ref, rel=REL, abs=ABS)
-    if "SOS" in feats:
-        return  # HiGHS has no SOS constraints (documented in the module docstring)
+    if "SOS" in feats or "INDICATOR" in feats:
+        return  # HiGHS has no SOS or indicator constraints (documented in the module docstring)
     assert _highs_optimum(path, m, cls) == pytest.approx(ref, rel=REL, abs=ABS)
 
 
@@ -273,11 +275,23 @@ def test_l1_big_m_is_valid_and_tight():
     assert np.all(L[inpos] >= need[inpos] - 1e-6)
 
 
-def test_indicator_refused_with_reason():
+def test_indicator_form_equals_big_m_and_only_scip_native_takes_it():
     from milopt.errors import UnsupportedProblemError
 
-    with pytest.raises(UnsupportedProblemError, match="indicator.*sos1"):
-        models.get("misvm-bigm").build(tiny_bags(), disjunction="indicator")
+    mod = models.get("misvm-bigm")
+    bags = tiny_bags(1)
+    for norm in ("l2", "l1"):
+        big = solve(mod.build(bags, norm=norm), "scip", mip_gap=1e-9).objective
+        m = mod.build(bags, norm=norm, disjunction="indicator")
+        assert not m.margin_ind.active and len(m.margin_ind) == len(m.zeta)
+        r = solve(m, "scip-native", mip_gap=1e-9)
+        assert r.extra["indicator_constraints"] == len(m.zeta)
+        assert r.objective == pytest.approx(big, rel=REL, abs=ABS)
+        sol = mod.decode(m)
+        assert mod.objective_value(bags, sol["w"], sol["b"], norm=norm) == pytest.approx(big, rel=1e-4, abs=1e-5)
+    for s in ("scip", "highs", "ipopt"):
+        with pytest.raises(UnsupportedProblemError, match="INDICATOR.*scip-native"):
+            solve(m, s)
 
 
 def test_models_pickle_and_clone_keep_the_fast_path(monkeypatch):

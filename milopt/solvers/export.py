@@ -327,7 +327,12 @@ def export(model, path, *, names: bool = True) -> dict:
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / ("model" + fmt)
-        if _has_special(model):
+        if getattr(model, "_milopt_indicators", None):
+            # indicator constraints exist only as milopt declarations: SCIP's writers hold them
+            from milopt.solvers.scip_native import write as scip_write
+
+            size = scip_write(model, target)
+        elif _has_special(model):
             size = _pyomo_write(model, target, fmt)
         else:
             mf = extract(model)
