@@ -52,10 +52,12 @@ def _fit_eval(est, tr, te):
 
 
 def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, dca_max_iter, dca_time_limit,
-                     dca_solver, log):
+                     dca_solver, log, only_folds=None):
     rows = {"dcmil": [], "dcmil-dca": [], "misvm-heuristic": []}
     reg = methods()
     for f, (tr_ids, te_ids) in enumerate(bag_folds(bags, folds, seed)):
+        if only_folds is not None and f not in only_folds:
+            continue
         tr, te = standardize(bags.subset(tr_ids), bags.subset(te_ids))
         est = DCMILClassifier(method="dcpca", inner_cv=True, inner_folds=inner_folds, random_state=seed)
         r = _fit_eval(est, tr, te)
@@ -178,6 +180,8 @@ def main(argv=None):
     ap.add_argument("--dca-solver", default="highs")
     ap.add_argument("--random", type=int, default=20, help="random problems for the DCPCA <= DCA fraction (0: skip)")
     ap.add_argument("--out", default=None, help="write all rows as JSON")
+    ap.add_argument("--only-folds", type=int, nargs="*", default=None,
+                    help="run only these outer folds (same split; to spread a run over processes)")
     ap.add_argument("--subproblems", nargs="*", default=None, metavar="SOLVER",
                     help="only time QP(I) (native vs HiGHS) and one dcmil_dca solve per data set with these solvers")
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per subproblem solve (--subproblems)")
@@ -194,7 +198,8 @@ def main(argv=None):
     for name in a.datasets:
         bags = milopt.load(name)
         res[name] = cross_validation(name, bags, a.folds, a.seed, a.inner_folds, set(a.skip), a.dca_inner_cv,
-                                     a.dca_max_iter, a.dca_time_limit, a.dca_solver, log)
+                                     a.dca_max_iter, a.dca_time_limit, a.dca_solver, log,
+                                     None if a.only_folds is None else set(a.only_folds))
     out = {"cv": res, "settings": vars(a)}
     if a.random:
         out["random"] = dcpca_vs_dca(a.random, a.dca_solver, log)

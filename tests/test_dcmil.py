@@ -286,6 +286,19 @@ def test_dca_updates_objective_in_place_and_descends():
     assert r.objective <= r.extra["f0"]
 
 
+@pytest.mark.ipopt
+def test_dca_with_ipopt_descends_where_highs_fails():
+    """gen:kent-yu unstandardised: HiGHS's QP stops with 'Non-convex' (a convex QP); Ipopt solves it."""
+    import milopt
+    from milopt.solvers.driver import installed
+
+    if "ipopt" not in installed():
+        pytest.skip("ipopt backend not installed")
+    bags = milopt.load("gen:kent-yu?bags=20&seed=1")
+    r = alg.dca(bags, C=1.0, solver="ipopt", max_iter=5)
+    assert r.ok and r.objective < r.extra["f0"]
+
+
 @pytest.mark.highs
 def test_dcpca_vs_dca_fraction_on_random_problems(capsys):
     """DCPCA's final f <= DCA's from the same start: report the fraction (need not be all)."""

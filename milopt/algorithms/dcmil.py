@@ -614,6 +614,13 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
         solver_s += res.wall_time
         if not res.ok:
             term = res.termination if res.termination != Termination.OPTIMAL else Termination.ERROR
+            import warnings
+
+            warnings.warn(f"dcmil DCA: subproblem {k} returned no solution with {solver} ({res.termination}); "
+                          f"returning the last iterate (f={ec.f:.6g}). HiGHS's active-set QP can stop with "
+                          "'Non-convex' on these convex semidefinite QPs (seen on unstandardised gen:kent-yu data) or "
+                          "be slow on large dense ones: "
+                          "try solver='ipopt' or 'scip', or standardise the features", RuntimeWarning, stacklevel=2)
             break
         sol = mod.decode(model)
         zn = np.append(sol["w"], sol["b"])
