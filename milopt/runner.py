@@ -206,10 +206,22 @@ def expected_class(mod, params: dict | None):
     return (cls, ()) if isinstance(cls, str) else (cls[0], tuple(cls[1]))
 
 
+def objective_sense(model) -> str:
+    """'minimize' or 'maximize' (the active objective's sense)."""
+    import pyomo.environ as pe
+
+    for o in model.component_data_objects(pe.Objective, active=True):
+        return "maximize" if o.sense == pe.maximize else "minimize"
+    return ""
+
+
 def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | None = None, gap: float | None = None,
               params: dict | None = None, seed: int = 0, threads: int | None = None, verbose: bool = False,
-              bags: Bags | None = None) -> dict:
-    """Build ``formulation`` on ``data`` and solve it with ``solver``; returns a JSON-ready dict."""
+              options: dict | None = None, bags: Bags | None = None) -> dict:
+    """Build ``formulation`` on ``data`` and solve it with ``solver``; returns a JSON-ready dict.
+
+    ``options`` are native solver options passed through unchanged; the output records the
+    objective ``sense`` ('minimize' / 'maximize')."""
     from milopt.solvers import get_backend, model_size, solve
     from milopt.solvers.driver import check_supported, classify
 
@@ -225,8 +237,8 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
         cls, feats = classify(model)
         check_supported(get_backend(solver), cls, feats)
     size = model_size(model)
-    res = solve(model, solver, time_limit=time_limit, mip_gap=gap, threads=threads, verbose=verbose)
+    res = solve(model, solver, time_limit=time_limit, mip_gap=gap, threads=threads, verbose=verbose, options=options)
     out = res.to_dict(log=False)
     out.update({"formulation": formulation, "params": typed, "model_size": size, "data": data_info(bags),
-                "build_seconds": build_s})
+                "build_seconds": build_s, "sense": objective_sense(model)})
     return out

@@ -290,14 +290,6 @@ def import_plugins(imports) -> None:
                 raise InvalidParameterError(f"imports: module {item!r} not found ({exc})") from None
 
 
-def _run_solve_accepts(name: str) -> bool:
-    import inspect
-
-    from milopt.runner import run_solve
-
-    return name in inspect.signature(run_solve).parameters
-
-
 def expand(cfg: dict, *, warn=True) -> list[Run]:
     """The runs of a configuration (cross product), in a deterministic order.
 
@@ -352,9 +344,6 @@ def expand(cfg: dict, *, warn=True) -> list[Run]:
                 say(f"bench: solver {s!r} is not installed; its runs are skipped")
                 continue
             options = dict(sc.get("options", {}))
-            if options and not _run_solve_accepts("options"):
-                raise InvalidParameterError(f"solvers.{s}.options: this milopt's runner.run_solve takes no "
-                                            "native solver options; remove them")
             threads = sc.get("threads", top_threads)
             accepted = set(getattr(forms[f], "PARAMS", {})) | {"coords", "scale"}
             for params in grid(e.get("params", {})):

@@ -84,7 +84,7 @@ def export_library(folder, *, formats=FORMATS, config=None, formulations=None, d
     from milopt import __version__
     from milopt.bench.report import read_solu, write_solu
     from milopt.runner import build_formulation
-    from milopt.bench.worker import _objective_sense
+    from milopt.runner import objective_sense
     from milopt.solvers import classify, export, model_size
 
     formats = [f.strip().lower() for f in formats if f.strip()]
@@ -108,7 +108,7 @@ def export_library(folder, *, formats=FORMATS, config=None, formulations=None, d
                 progress.write(f"skip {name}: {exc}\n")
             continue
         cls, feats = classify(model)
-        sense = _objective_sense(model)
+        sense = objective_sense(model)
         files = {}
         for fmt in formats:
             p = folder / f"{name}.{fmt}.gz"

@@ -20,51 +20,18 @@ import sys
 import traceback
 
 
-def _objective_sense(model) -> str:
-    import pyomo.environ as pe
-
-    for o in model.component_data_objects(pe.Objective, active=True):
-        return "maximize" if o.sense == pe.maximize else "minimize"
-    return ""
-
-
-def _capture_sense(captured: dict):
-    """Wrap ``milopt.solvers.solve`` (in this child process only) to record the model's objective sense.
-
-    The runner's result does not say whether the objective is minimised or maximised; the
-    best known objective (.solu) needs it (``misvm-dual-qp`` maximises).
-    """
-    import milopt.solvers as S
-
-    orig = S.solve
-    if getattr(orig, "_milopt_bench_spy", False):
-        orig = orig.__wrapped__
-
-    def solve(model, *a, **k):
-        captured["sense"] = _objective_sense(model)
-        return orig(model, *a, **k)
-
-    solve._milopt_bench_spy = True
-    solve.__wrapped__ = orig
-    S.solve = solve
-
-
 def execute(spec: dict) -> dict:
     """Run one run's specification in this process; returns the runner's dictionary."""
     from milopt import runner
 
     if spec["kind"] == "solve":
-        captured: dict = {}
-        _capture_sense(captured)
         kw = dict(time_limit=spec.get("time_limit"), gap=spec.get("gap"), params=dict(spec.get("params") or {}),
                   seed=spec.get("seed", 0))
         if spec.get("threads") is not None:
             kw["threads"] = int(spec["threads"])
         if spec.get("options"):
             kw["options"] = dict(spec["options"])
-        out = runner.run_solve(spec["formulation"], spec["data"], spec.get("backend", spec["solver"]), **kw)
-        out.setdefault("sense", captured.get("sense", ""))
-        return out
+        return runner.run_solve(spec["formulation"], spec["data"], spec.get("backend", spec["solver"]), **kw)
     if spec["kind"] == "fit":
         return runner.run_fit(spec["method"], spec["data"], params=dict(spec.get("params") or {}),
                               cv=int(spec["folds"]), seed=int(spec.get("seed", 0)), fold=int(spec["fold"]))
