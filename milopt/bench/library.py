@@ -77,7 +77,7 @@ def export_library(folder, *, formats=FORMATS, config=None, formulations=None, d
         Restrict to these formulations / data sets.
     solu : path, optional
         Best known objectives (``milopt report`` writes ``best.solu``); default:
-        ``folder/library.solu`` when it exists.
+        ``folder/library.solu`` when it exists, else the shipped ``instances/milopt.solu``.
     progress : file-like, optional
         A line per instance is written there.
     """
@@ -93,7 +93,13 @@ def export_library(folder, *, formats=FORMATS, config=None, formulations=None, d
         raise InvalidParameterError(f"--formats: expected a comma list of {', '.join(FORMATS)}, got {bad or formats}")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    known = read_solu(solu if solu is not None else folder / "library.solu")
+    if solu is None and not (folder / "library.solu").is_file():
+        from milopt.data.loading import instances_dir
+
+        shipped = instances_dir() / "milopt.solu"  # best known values shipped with milopt
+        known = read_solu(shipped) if shipped.is_file() else {}
+    else:
+        known = read_solu(solu if solu is not None else folder / "library.solu")
     if solu is not None and not Path(solu).is_file():
         raise InvalidParameterError(f"--solu: {solu!r} not found (milopt report DIR writes DIR/best.solu)")
     entries, skipped = [], []
