@@ -309,3 +309,24 @@ def test_models_pickle_and_clone_keep_the_fast_path(monkeypatch):
         assert seen == []
         assert mf.col_names == ref.col_names and (mf.A != ref.A).nnz == 0
         assert all(v.parent_block() is copy for v in mf.variables)
+
+
+def test_scip_native_statuses_and_warm_start():
+    import pyomo.environ as pe
+
+    from milopt.solvers import Termination
+
+    mod = models.get("misvm-bigm")
+    bags = tiny_bags(1)
+    m = mod.build(bags, disjunction="indicator")
+    mod.warm_start(m, np.zeros(bags.n_features), -1.0)  # the trivial feasible point w = 0, b = -1
+    r = solve(m, "scip-native", warm_start=True, options={"limits/nodes": 1})
+    assert r.ok and r.objective <= mod.objective_value(bags, np.zeros(bags.n_features), -1.0) + 1e-9
+    r = solve(m, "scip-native", time_limit=1e-3)
+    assert r.termination == Termination.TIME_LIMIT
+    inf = pe.ConcreteModel()
+    inf.x = pe.Var(domain=pe.Binary)
+    inf.c = pe.Constraint(expr=inf.x >= 2)
+    inf.o = pe.Objective(expr=inf.x)
+    r = solve(inf, "scip-native")
+    assert r.termination == Termination.INFEASIBLE and not r.ok
