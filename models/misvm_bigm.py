@@ -157,7 +157,7 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
     class_weight : {'kent-yu', 'balanced', 'none'}
     big_m : 'valid' | 'mildsvm' | float
         Big-M rule: the provably valid per-instance bound, mildsvm's heuristic constant, or a
-        user constant.  Ignored by ``disjunction='sos1'`` (no big-M).
+        user constant.  Ignored by ``disjunction='sos1'`` and ``'indicator'`` (no big-M).
     upper_bound : float, optional
         Objective of a known feasible point (for the chosen ``norm``); tightens the valid big-M.
     norm : {'l2', 'l1'}
