@@ -298,3 +298,17 @@ def test_elbo_kernel_learning_is_monotone(digits):
     elbo = np.array([h["elbo"] for h in res.history])
     assert np.all(np.diff(elbo) >= -1e-8 * np.abs(elbo).max())
     assert (res.history[-1]["variance"], res.history[-1]["lengthscale"]) != (1.0, res.history[0]["lengthscale"])
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([0.0, 1.0, 0.5, 0.25, 0.9, 1e-9, 1 - 1e-9]), min_size=1, max_size=5),
+                min_size=1, max_size=5))
+def test_expected_max_others_property(bags):
+    sizes = np.array([len(b) for b in bags])
+    pi = np.array([p for b in bags for p in b])
+    ptr = np.concatenate(([0], np.cumsum(sizes)))
+    np.testing.assert_allclose(expected_max_others(pi, ptr), _brute_force_emax(pi, sizes), atol=1e-12)
