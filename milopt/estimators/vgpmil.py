@@ -74,6 +74,9 @@ class VGPMILClassifier(MILClassifier):
         E[σ(f*)] by 32-point Gauss–Hermite, the probit approximation, or Monte Carlo.
     n_samples : int
         Monte Carlo draws for ``predict_method='mc'``.
+    time_limit : float, optional
+        Seconds per coordinate-ascent run (each inner-validation run and the refit); a run that
+        hits it returns its current posterior with termination ``time_limit`` (``result_``).
     blas_threads : int or None
         BLAS threads during fit and predict (threadpoolctl); the matrices are small (N×M), and
         multi-threaded BLAS was ~10× slower on a loaded 2-core machine. None leaves BLAS alone.
@@ -87,7 +90,7 @@ class VGPMILClassifier(MILClassifier):
     def __init__(self, theta="gamma", alpha=1.0, beta=1.0, n_inducing=200, inducing_init="kmeans", variance=1.0,
                  lengthscale="auto", lengthscale_grid=(0.25,), H=1e12, warmup=0, max_iter=100, tol=1e-5,
                  validation_fraction=0.2, patience=10, refit=True, learn_kernel=False, bag_rule="max",
-                 predict_method="gh", n_samples=500, blas_threads=1, random_state=0):
+                 predict_method="gh", n_samples=500, time_limit=None, blas_threads=1, random_state=0):
         self.theta = theta
         self.alpha = alpha
         self.beta = beta
@@ -107,6 +110,7 @@ class VGPMILClassifier(MILClassifier):
         self.bag_rule = bag_rule
         self.predict_method = predict_method
         self.n_samples = n_samples
+        self.time_limit = time_limit
         self.blas_threads = blas_threads
         self.random_state = random_state
 
@@ -141,7 +145,7 @@ class VGPMILClassifier(MILClassifier):
                           H=float(self.H), theta=self.theta, alpha=float(self.alpha), beta=float(self.beta),
                           max_iter=int(max_iter), tol=self.tol if tol is None else tol, warmup=int(self.warmup),
                           validation=validation, patience=int(self.patience), bag_rule=self.bag_rule,
-                          learn_kernel=bool(self.learn_kernel),
+                          learn_kernel=bool(self.learn_kernel), time_limit=self.time_limit,
                           random_state=self.random_state)
 
     # ------------------------------------------------------------------ fit
