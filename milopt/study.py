@@ -218,7 +218,7 @@ def kent_yu_study(out_dir="kent-yu-study", replicates=10, bags=50, instances=3, 
     if not (isinstance(replicates, (int, np.integer)) and replicates >= 1):
         raise InvalidParameterError(f"replicates: expected a positive integer, got {replicates!r}")
     if quick:
-        replicates = min(replicates, 2) if replicates != 10 else 2
+        replicates = min(replicates, 2)
         test_bags, folds, Cs, gamma_factors, miqp_time_limit = 100, 3, (1.0, 10.0), (1.0,), 5.0
     cfg = {"bags": bags, "instances": instances, "samples": samples, "test_bags": test_bags, "folds": folds,
            "Cs": tuple(float(c) for c in Cs), "gamma_factors": tuple(float(g) for g in gamma_factors),

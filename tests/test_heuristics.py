@@ -185,3 +185,19 @@ def test_smm_kernel_path_matches_explicit_kernel():
     b = kent_yu(2, bags=8, instances=2, samples=4, seed=0)
     K = mean_embedding_kernel(b.samples, b.sample_ptr, gamma=0.2)
     assert K.shape == (16, 16) and np.allclose(K, K.T)
+
+
+def test_kent_yu_study_writes_table_and_plot(tmp_path):
+    import pandas as pd
+
+    from milopt.study import kent_yu_study
+
+    res = kent_yu_study(out_dir=str(tmp_path), replicates=1, bags=16, instances=2, samples=6, test_bags=12, folds=2,
+                        Cs=(1.0,), gamma_factors=(1.0,), scenarios=(3,),
+                        methods=("mismm-heuristic", "sismm", "misvm-univ1"), n_jobs=1, verbose=False)
+    df = pd.read_csv(res["results_csv"])
+    assert set(df.method) == {"mismm-heuristic", "sismm", "misvm-univ1"} and df.test_auc.between(0, 1).all()
+    assert (tmp_path / "auroc.png").stat().st_size > 1000 and (tmp_path / "summary.csv").exists()
+    assert set(res["auroc_mean"]) == {"mismm-heuristic", "sismm", "misvm-univ1"}
+    with pytest.raises(InvalidParameterError, match="methods"):
+        kent_yu_study(out_dir=str(tmp_path), methods=("svm",))
