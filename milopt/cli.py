@@ -6,7 +6,7 @@ Stable contract (users script against it):
 * ``milopt info DATA [--json]`` -> bags, positive_bags, instances, features
 * ``milopt list [--json]`` -> methods, formulations, solvers, generators
 * ``milopt fit METHOD --data DATA [--set k=v ...] [--cv K] [--seed S] [--json]``
-* ``milopt solve FORMULATION --data DATA --solver S [--time-limit T] [--gap G] [--set ...] [--json]``
+* ``milopt solve FORMULATION --data DATA --solver S [--time-limit T] [--gap G] [--warm-start] [--set ...] [--json]``
 * ``milopt export FORMULATION --data DATA -o FILE.mps|FILE.lp[.gz] [--set ...] [--json]``
 * ``milopt study kent-yu [--out DIR] [--replicates N] [--quick] [--json]``
 * ``milopt bench`` / ``milopt report`` / ``milopt export-library`` (benchmark harness)
@@ -140,7 +140,8 @@ def cmd_solve(args) -> int:
     from milopt.runner import parse_sets, run_solve
 
     res = run_solve(args.formulation, args.data, args.solver, time_limit=args.time_limit, gap=args.gap,
-                    params=parse_sets(args.set), threads=args.threads, verbose=args.verbose)
+                    params=parse_sets(args.set), threads=args.threads, verbose=args.verbose,
+                    warm_start=args.warm_start)
     keys = ["solver", "solver_version", "problem_class", "termination", "status", "objective", "bound", "gap",
             "wall_time", "iterations", "nodes", "build_seconds"]
     lines = [f"{args.formulation} on {res['data']['name']}: " +
@@ -233,6 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--gap", type=float, default=None)
     sp.add_argument("--threads", type=int, default=None)
     sp.add_argument("--verbose", action="store_true")
+    sp.add_argument("--warm-start", action="store_true", dest="warm_start",
+                    help="start from the formulation's cheap feasible point (e.g. a linear SVM for misvm-bigm)")
     sp.set_defaults(func=cmd_solve)
 
     sp = sub.add_parser("export", help="write a formulation to .mps / .lp (optionally .gz)")

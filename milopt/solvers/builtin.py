@@ -115,6 +115,21 @@ def _run_highs(model, opts):
     if thr is not None:
         _HIGHS_THREADS[0] = thr
     native = {"output_flag": bool(opts["verbose"])}
+    if opts["problem_class"] in ("LP", "QP"):
+        # Integer variables that are all fixed make the model continuous, but Pyomo's highs
+        # interface still declares them integer and refuses a quadratic objective ("Cannot
+        # solve MIQP"): relax their domain for the solve and restore it afterwards.
+        import pyomo.environ as pe
+
+        fixed_int = [v for v in model.component_data_objects(pe.Var, active=True) if v.fixed and v.is_integer()]
+        domains = [v.domain for v in fixed_int]
+        for v in fixed_int:
+            v.domain = pe.Reals
+        try:
+            return _run_pyomo("highs", "highs", _highs_version, model, opts, native)
+        finally:
+            for v, dom in zip(fixed_int, domains):
+                v.domain = dom
     return _run_pyomo("highs", "highs", _highs_version, model, opts, native)
 
 

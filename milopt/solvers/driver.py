@@ -113,6 +113,9 @@ def classify(model) -> tuple[str, tuple]:
     cls = getattr(model, "_milopt_class", None)
     feats = tuple(getattr(model, "_milopt_features", ()))
     if cls:
+        if cls.startswith("MI") and not any(v.is_integer() for v in model.component_data_objects(pe.Var, active=True)
+                                            if not v.fixed):
+            cls = cls[2:]  # every integer variable is fixed: the model is continuous
         return cls, feats
     integer = any(v.is_integer() or v.is_binary()
                   for v in model.component_data_objects(pe.Var, active=True) if not v.fixed)
