@@ -34,7 +34,7 @@ import numpy as np
 
 from milopt.algorithms.svm_dcd import GroupSVMDual
 from milopt.errors import InvalidParameterError
-from milopt.segments import expand, segment_argmax, segment_max
+from milopt.segments import segment_argmax, segment_max
 
 SLACKS = ("bag", "instance")
 INITS = ("centroid", "sil", "first", "random")
@@ -457,9 +457,5 @@ def mi_svm_alternate(K, bags, C=1.0, class_weight="balanced", max_iter=50, tol=1
             "converged": history[-1]["changed"] == 0}
 
 
-def instance_mask_scores(scores, bags):
-    """Convenience: bag scores (max over instances)."""
-    return segment_max(scores, bags.bag_ptr)
-
-
-__all__ = ["misvm_alternate", "mi_svm_alternate", "slack_structure", "slack_costs", "mi_objective", "expand"]
+__all__ = ["misvm_alternate", "mi_svm_alternate", "slack_structure", "slack_costs", "mi_objective",
+           "intercept_eq4", "best_intercept"]

@@ -113,7 +113,6 @@ class GroupSVMDual:
         self.gsum = np.zeros(caps.size)
         self.active = np.zeros(n, dtype=bool)
         self.iterations = 0
-        self._debug = None
 
     # ------------------------------------------------------------------ state
     def set_active(self, active) -> None:
@@ -255,8 +254,6 @@ class GroupSVMDual:
                 if dj > 0:
                     t = min(t, slack_j)
             it += 1
-            if self._debug is not None:
-                self._debug.append((exch, t, -slope / max(curv, 1e-12), gap_c, i, j))
             if not t > 0:
                 stalled += 1
                 if stalled > 50:
