@@ -235,6 +235,21 @@ def kent_yu_study(out_dir="kent-yu-study", replicates=10, bags=50, instances=3, 
         if verbose:
             print(f"[kent-yu study] {k}/{len(tasks)} data sets done, {time.perf_counter() - t0:.0f} s", flush=True)
     df = pd.DataFrame(rows_all)
+    out = summarize_study(df, out_dir, methods, scenarios)
+    if os.path.exists(partial):
+        os.remove(partial)
+    return {**out, "seconds": time.perf_counter() - t0,
+            "settings": {**cfg, "replicates": replicates, "scenarios": list(scenarios)}}
+
+
+def summarize_study(df, out_dir, methods=METHODS, scenarios=(1, 2, 3, 4)) -> dict:
+    """Write results.csv, summary.csv and auroc.png for a table of per-run rows (also usable
+    on ``results.partial.csv`` of an interrupted run)."""
+    import pandas as pd
+
+    methods = [m for m in methods if m in set(df["method"])]
+    scenarios = [s for s in scenarios if s in set(df["scenario"])]
+    df = df.copy()
     df["scenario_name"] = df["scenario"].map(SCENARIO_NAMES)
     csv = os.path.join(out_dir, "results.csv")
     df.to_csv(csv, index=False)
@@ -250,11 +265,8 @@ def kent_yu_study(out_dir="kent-yu-study", replicates=10, bags=50, instances=3, 
     summ.to_csv(scsv, index=False)
     png = os.path.join(out_dir, "auroc.png")
     _plot(df, png, list(methods), list(scenarios))
-    if os.path.exists(partial):
-        os.remove(partial)
     wide = summ[summ.scenario > 0].pivot(index="method", columns="scenario", values="auc_mean").reindex(list(methods))
-    return {"results_csv": csv, "summary_csv": scsv, "plot": png, "seconds": time.perf_counter() - t0,
-            "settings": {**cfg, "replicates": replicates, "scenarios": list(scenarios)},
+    return {"results_csv": csv, "summary_csv": scsv, "plot": png,
             "auroc_mean": {m: {int(s): float(v) for s, v in row.items()} for m, row in wide.iterrows()},
             "mean_rank": {r.method: float(r.rank_mean) for r in overall.itertuples()}}
 
