@@ -1,24 +1,14 @@
 """Subcommands ``milopt bench``, ``milopt report`` and ``milopt export-library`` (registered by milopt.cli)."""
 from __future__ import annotations
 
-import json
-import math
 import sys
 from pathlib import Path
 
 
-def _clean(o):
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if isinstance(o, dict):
-        return {k: _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    return o
-
-
 def _print_json(obj) -> None:
-    print(json.dumps(_clean(obj), indent=2, default=str))
+    from milopt.cli import emit
+
+    emit(obj, True)
 
 
 def _summary_text(rep: dict) -> str:

@@ -8,23 +8,15 @@ files with sha256, best known objective from a .solu file when one is given or f
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
 
 from milopt.bench.config import grid, instance_name, load_config
+from milopt.data.loading import sha256_file
 from milopt.errors import InvalidParameterError, MiloptError
 
 FORMATS = ("mps", "lp")
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def library_instances(config=None, formulations=None, data=None) -> list[tuple[str, str, dict]]:
@@ -119,7 +111,7 @@ def export_library(folder, *, formats=FORMATS, config=None, formulations=None, d
         for fmt in formats:
             p = folder / f"{name}.{fmt}.gz"
             export(model, str(p))
-            files[fmt] = {"file": p.name, "bytes": p.stat().st_size, "sha256": _sha256(p)}
+            files[fmt] = {"file": p.name, "bytes": p.stat().st_size, "sha256": sha256_file(p)}
         kb = known.get(name)
         entries.append({
             "name": name, "formulation": f, "data": d, "params": typed, "problem_class": cls, "sense": sense,

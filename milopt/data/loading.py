@@ -1,7 +1,6 @@
 """Loading data sets: shipped names, headerless MIL CSV files, and ``gen:`` generators."""
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -78,7 +77,8 @@ def read_mil_csv(path, *, name=None, coords: int = 0) -> Bags:
     return bags
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -111,7 +111,7 @@ def load(name_or_path: str, *, verify: bool = False, coords: int = 0, require_bo
         if spec in shipped:
             entry = shipped[spec]
             path = instances_dir() / entry["file"]
-            if verify and _sha256(path) != entry["sha256_gz"]:
+            if verify and sha256_file(path) != entry["sha256_gz"]:
                 raise InvalidDataError(f"{path}: sha256 does not match the manifest; reinstall milopt")
             bags = read_mil_csv(path, name=spec, coords=coords)
         else:

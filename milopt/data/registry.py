@@ -48,18 +48,6 @@ def generators() -> dict[str, GeneratorSpec]:
     return dict(_GENERATORS)
 
 
-def _coerce(value: str):
-    low = value.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for typ in (int, float):
-        try:
-            return typ(value)
-        except ValueError:
-            pass
-    return value
-
-
 def generate(spec: str):
     """Build the data set of ``gen:NAME?k=v&...`` (the leading ``gen:`` is optional)."""
     from urllib.parse import parse_qsl
@@ -70,7 +58,9 @@ def generate(spec: str):
     if name not in gens:
         raise InvalidParameterError(f"unknown generator {name!r}; available: {', '.join(sorted(gens))}")
     func = gens[name].func
-    params = {k: _coerce(v) for k, v in parse_qsl(query, keep_blank_values=True)}
+    from milopt.runner import coerce
+
+    params = {k: coerce(v) for k, v in parse_qsl(query, keep_blank_values=True)}
     sig = inspect.signature(func)
     accepts_kw = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
     unknown = [k for k in params if k not in sig.parameters] if not accepts_kw else []

@@ -36,7 +36,7 @@ import time
 import numpy as np
 
 from milopt.data.bags import Bags
-from milopt.errors import InvalidDataError, InvalidParameterError, NoSolutionError
+from milopt.errors import InvalidDataError, NoSolutionError
 from milopt.estimators.base import MILClassifier, as_bags
 from milopt.estimators.registry import register_method
 

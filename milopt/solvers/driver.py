@@ -20,7 +20,7 @@ import importlib.util
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import pyomo.environ as pe
 
