@@ -19,6 +19,7 @@ Usage::
     python benchmarks/dcmil_cv.py --datasets musk1 musk2 --inner-folds 5 --random 20
     python benchmarks/dcmil_cv.py --datasets musk1 --folds 10 --skip dca heuristic
     python benchmarks/dcmil_cv.py --datasets musk1 musk2 --subproblems highs ipopt --time-limit 300
+    python benchmarks/dcmil_cv.py --assemble run1.log run2.log     # table from per-fold logs
 """
 from __future__ import annotations
 
@@ -102,17 +103,19 @@ def random_problem(seed, n_bags=40, d=10):
     return Bags.from_arrays(arrays, np.array(y))
 
 
-def dcpca_vs_dca(n, solver, log):
+def dcpca_vs_dca(n, solver, log, dca_time_limit=120.0):
     out = []
     for s in range(n):
         b = random_problem(1000 + s)
         C = float(2.0 ** (s % 5 - 2))
         rp = alg.dcpca(b, C=C, history=False)
-        rd = alg.dca(b, C=C, solver=solver, max_iter=100, history=False)
+        rd = alg.dca(b, C=C, solver=solver, max_iter=100, time_limit=dca_time_limit, history=False)
         out.append({"seed": s, "C": C, "f0": rp.extra["f0"], "f_dcpca": rp.objective, "f_dca": rd.objective,
                     "dcpca_cpu": rp.extra["cpu_seconds"], "dca_cpu": rd.extra["cpu_seconds"],
-                    "dca_subproblems": rd.extra["subproblems"], "nF": rp.extra["nF"]})
-        log(f"random {s}: C={C:g} f0={rp.extra['f0']:.4g} dcpca={rp.objective:.6g} dca={rd.objective:.6g}")
+                    "dca_subproblems": rd.extra["subproblems"], "nF": rp.extra["nF"],
+                    "dca_termination": str(rd.termination), "dcpca_termination": str(rp.termination)})
+        log(f"random {s}: C={C:g} f0={rp.extra['f0']:.4g} dcpca={rp.objective:.6g} ({rp.termination}, nF={rp.extra['nF']}) "
+            f"dca={rd.objective:.6g} ({rd.termination}, {rd.extra['subproblems']} subproblems)")
     wins = sum(r["f_dcpca"] <= r["f_dca"] * (1 + 1e-6) + 1e-9 for r in out)
     return {"problems": out, "dcpca_le_dca": wins, "n": n}
 
@@ -149,6 +152,59 @@ def subproblem_timings(datasets, solvers, time_limit, log):
                 f"objective {r.objective}, f at solution {sol['f']:.6g}")
 
 
+def assemble(paths, folds=10, seed=0):
+    """Figures table from the per-fold log lines of one or more runs (``--only-folds`` pieces).
+
+    nG1, nG2, serious and null steps and the CPU of the final DCPCA fit are recomputed by
+    refitting with the logged C on the same fold (deterministic: nF and f must match the log)."""
+    import re
+
+    rows = {}
+    pat = re.compile(r"^(\w+) fold (\d+): (\S+) (.*)$")
+    for fn in paths:
+        for line in open(fn):
+            m = pat.match(line.strip())
+            if not m:
+                continue
+            data, fold, meth, rest = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+            kv = dict(re.findall(r"(\w+)=([^\s()]+)", rest))
+            r = {k: (float(v.rstrip("s")) if re.match(r"^-?[\d.e+-]+s?$", v) else v) for k, v in kv.items()}
+            rows.setdefault((data, meth), {})[fold] = r
+    cache = {}
+    for (data, meth), per in rows.items():
+        if meth != "dcmil":
+            continue
+        bags = cache.setdefault(data, milopt.load(data))
+        split = list(bag_folds(bags, folds, seed))
+        for f, r in per.items():
+            tr, te = split[f]
+            Btr = standardize(bags.subset(tr))
+            res = alg.dcpca(Btr, C=r["C"], history=False)
+            assert res.extra["nF"] == int(r["nF"]), (data, f, res.extra["nF"], r["nF"])
+            assert abs(res.objective - r["f"]) <= 1e-3 * abs(r["f"]) + 1e-3, (res.objective, r["f"])
+            r.update(fit_cpu=res.extra["cpu_seconds"], nG1=res.extra["nG1"], nG2=res.extra["nG2"],
+                     serious=res.extra["serious"], null=res.extra["null"])
+    print("| data | method | folds | test acc (mean ± sd) | train acc | CPU s / fold | CPU s final fit | nF | nG1 | "
+          "nG2 | serious | null | final f | C (median) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (data, meth), per in sorted(rows.items()):
+        fs = sorted(per)
+        R = [per[f] for f in fs]
+        def mean(k, fmt, R=R):
+            v = [r[k] for r in R if isinstance(r.get(k), (int, float))]
+            return fmt.format(np.mean(v)) if v else "–"
+        acc = np.array([r["test"] for r in R])
+        fit_cpu = mean("fit_cpu", "{:.2f}") if meth == "dcmil" else (mean("cpu", "{:.1f}") if meth == "dcmil-dca" else "–")
+        print(f"| {data} | {meth} | {len(fs)} ({fs[0]}–{fs[-1]}) | {acc.mean():.3f} ± {acc.std():.3f} | "
+              f"{mean('train', '{:.3f}')} | {mean('cpu', '{:.1f}')} | {fit_cpu} | {mean('nF', '{:.0f}')} | "
+              f"{mean('nG1', '{:.0f}')} | {mean('nG2', '{:.0f}')} | "
+              f"{mean('serious','{:.0f}')} | {mean('null','{:.0f}')} | {mean('f','{:.3f}')} | "
+              f"{np.median([r['C'] for r in R]) if 'C' in R[0] else '–'} |")
+        if meth == "dcmil-dca":
+            terms = [r.get("subproblems") for r in R]
+            print(f"<!-- {data} dcmil-dca subproblems per fold: {[int(t) for t in terms]} -->")
+
+
 def summarise(res):
     lines = []
     hdr = ("| data | method | test acc | train acc | CPU s / fold | nF | nG1 | nG2 | serious | null | C chosen (median) |")
@@ -169,7 +225,7 @@ def summarise(res):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--datasets", nargs="+", default=["musk1", "musk2"])
+    ap.add_argument("--datasets", nargs="*", default=["musk1", "musk2"], help="data sets for the CV (none: only --random)")
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--inner-folds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
@@ -185,7 +241,12 @@ def main(argv=None):
     ap.add_argument("--subproblems", nargs="*", default=None, metavar="SOLVER",
                     help="only time QP(I) (native vs HiGHS) and one dcmil_dca solve per data set with these solvers")
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per subproblem solve (--subproblems)")
+    ap.add_argument("--assemble", nargs="+", default=None, metavar="LOG",
+                    help="print the figures table from these run logs and exit")
     a = ap.parse_args(argv)
+    if a.assemble:
+        assemble(a.assemble, a.folds, a.seed)
+        return
 
     def log(msg):
         print(msg, flush=True)
@@ -202,7 +263,8 @@ def main(argv=None):
                                      None if a.only_folds is None else set(a.only_folds))
     out = {"cv": res, "settings": vars(a)}
     if a.random:
-        out["random"] = dcpca_vs_dca(a.random, a.dca_solver, log)
+        out["random"] = dcpca_vs_dca(a.random, a.dca_solver, log,
+                                     120.0 if a.dca_time_limit is None else a.dca_time_limit)
     print()
     print(summarise(res))
     if a.random:
