@@ -33,8 +33,8 @@ class DCMILClassifier(MILClassifier):
     inner_cv : bool
         Choose C by an inner stratified K-fold cross-validation (bag accuracy) over ``C_grid``
         with scikit-learn's ``GridSearchCV`` on this estimator, then refit on all bags.
-    C_grid : sequence of float, optional
-        Default: the paper's {2^-7, ..., 2^7}.
+    C_grid : sequence of float or str, optional
+        Default: the paper's {2^-7, ..., 2^7}; a string "0.5,1,2" is accepted (command line).
     inner_folds : int
         Folds of the inner cross-validation.
     theta, eta, m, sigma, eps, max_fev, bundle_size, b2
@@ -120,9 +120,15 @@ class DCMILClassifier(MILClassifier):
         from sklearn.base import clone
         from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
-        grid = list(C_GRID if self.C_grid is None else self.C_grid)
-        if not grid or any(not (float(c) > 0) for c in grid):
-            raise InvalidParameterError(f"C_grid: expected positive costs, got {self.C_grid!r}")
+        raw = C_GRID if self.C_grid is None else self.C_grid
+        if isinstance(raw, str):  # from the command line: "0.5,1,2"
+            raw = [t for t in raw.replace(";", ",").split(",") if t.strip()]
+        try:
+            grid = [float(c) for c in raw]
+        except (TypeError, ValueError):
+            grid = []
+        if not grid or any(not (c > 0 and np.isfinite(c)) for c in grid):
+            raise InvalidParameterError(f"C_grid: expected positive costs (e.g. 0.5,1,2), got {self.C_grid!r}")
         k = int(self.inner_folds)
         counts = np.bincount(bags.y)
         if k < 2 or counts.min() < k:
