@@ -201,8 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
         if data:
             sp.add_argument("--data", required=True, metavar="DATA",
                             help="shipped name (musk1, musk2), CSV path, or gen:NAME?key=value&...")
-            sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                            help="parameter (repeatable), e.g. --set C=10")
+            sp.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                            help="parameters, e.g. --set C=10 kernel=rbf (repeatable)")
         sp.add_argument("--json", action="store_true", help="print JSON")
 
     sp = sub.add_parser("datasets", help="list the shipped data sets")
@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("info", help="size of a data set")
     sp.add_argument("data", metavar="DATA")
-    sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    sp.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE")
     common(sp, data=False)
     sp.set_defaults(func=cmd_info)
 
