@@ -7,7 +7,6 @@ Features are standardised (as `milopt solve` does by default); C = 1; Kent & Yu 
 import argparse
 import time
 
-import numpy as np
 
 import milopt
 from milopt.estimators.misvm import MISVMClassifier, sil_start

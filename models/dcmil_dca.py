@@ -68,7 +68,7 @@ def build(bags: Bags, C: float = 1.0, g2=None, z0=None, **unused) -> pe.Concrete
         raise InvalidParameterError(f"dcmil-dca: unknown parameter(s) {sorted(unused)}; accepted: {sorted(PARAMS)} "
                                     "(and g2, z0)")
     obj = DCMILObjective(bags, C)  # validates bags and C
-    X, ptr = obj.X, obj.ptr
+    X = obj.X
     n, d = X.shape
     z0 = starting_point(bags) if z0 is None else np.asarray(z0, dtype=float)
     if z0.shape != (d + 1,):

@@ -8,7 +8,7 @@ import pytest
 from sklearn.base import clone
 
 import milopt
-from milopt.algorithms.pdmisvm import (bag_responses, objective, objective_loop, pdmisvm_admm, prox_bag_max)
+from milopt.algorithms.pdmisvm import (objective, objective_loop, pdmisvm_admm, prox_bag_max)
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.estimators.pdmisvm import PDMISVMClassifier
