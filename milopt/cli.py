@@ -279,6 +279,17 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("milopt: interrupted", file=sys.stderr)
         return 130
+    except (ValueError, TypeError) as exc:
+        # a value milopt did not validate itself (e.g. rejected inside scikit-learn): still one
+        # line, not a traceback; MILOPT_DEBUG=1 re-raises for a full trace
+        import os
+
+        if os.environ.get("MILOPT_DEBUG"):
+            raise
+        msg = " ".join(str(exc).split())
+        print(f"milopt: error: {type(exc).__name__}: {msg} (check the --set values; MILOPT_DEBUG=1 shows the "
+              "traceback)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

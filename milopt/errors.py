@@ -26,3 +26,14 @@ class UnsupportedProblemError(MiloptError):
 
 class NoSolutionError(MiloptError):
     """A solve ended without a usable solution and the caller asked for one."""
+
+
+def positive_number(name: str, value) -> float:
+    """``value`` as a positive finite float, or :class:`InvalidParameterError` naming ``name``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{name}: expected a positive number, got {value!r}") from None
+    if not (v > 0 and v < float("inf")):
+        raise InvalidParameterError(f"{name}: expected a positive finite number, got {value!r}")
+    return v

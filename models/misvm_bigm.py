@@ -60,7 +60,7 @@ import scipy.sparse as sp
 from pyomo.common.gc_manager import PauseGC
 
 from milopt.data.bags import Bags
-from milopt.errors import InvalidParameterError
+from milopt.errors import InvalidParameterError, positive_number
 from milopt.models._linear import add_linear_rows, var_list
 from milopt.segments import expand, segment_max, segment_mean
 
@@ -90,8 +90,7 @@ def problem_class(norm: str = "l2", disjunction: str = "bigm", **unused):
 
 def bag_costs(bags: Bags, C: float, class_weight="kent-yu") -> np.ndarray:
     """Per-bag cost C_I (see module docstring)."""
-    if not (C > 0 and np.isfinite(C)):
-        raise InvalidParameterError(f"C: expected a positive finite cost, got {C}")
+    C = positive_number("C", C)
     pos = bags.y == 1
     n_pos_bags = int(pos.sum())
     if class_weight in (None, "none", "None", False):

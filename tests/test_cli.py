@@ -68,3 +68,9 @@ def test_csv_bad_inputs(capsys, tmp_path):
     p.write_text("1,1,0.1\n0,1,0.2\n")
     code, _, err = run(capsys, "info", str(p))
     assert code == 2 and "different bag labels" in err
+
+
+@pytest.mark.parametrize("method", ["misvm-heuristic", "sil", "misvm-miqp", "dcmil", "pdmisvm"])
+def test_non_numeric_cost_is_one_clear_line(capsys, method):
+    code, out, err = run(capsys, "fit", method, "--data", "gen:digits?bags=8&seed=0", "--set", "C=abc")
+    assert code == 2 and "C" in err and "Traceback" not in err and err.count("\n") == 1

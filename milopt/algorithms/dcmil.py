@@ -69,7 +69,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from milopt.data.bags import Bags
-from milopt.errors import InvalidDataError, InvalidParameterError
+from milopt.errors import InvalidDataError, InvalidParameterError, positive_number
 from milopt.segments import segment_argmax
 
 __all__ = ["DCMILObjective", "f", "f1", "f2", "subgradient_f1", "subgradient_f2", "starting_point",
@@ -118,12 +118,7 @@ class DCMILObjective:
             raise InvalidDataError(f"bags: expected milopt.Bags, got {type(bags).__name__}")
         if bags.n_classes > 2:
             raise InvalidDataError("dcmil: binary bag labels (0/1) are required")
-        try:
-            C = float(C)
-        except (TypeError, ValueError):
-            raise InvalidParameterError(f"C: expected a positive number, got {C!r}") from None
-        if not (C > 0 and math.isfinite(C)):
-            raise InvalidParameterError(f"C: expected a positive finite cost, got {C}")
+        C = positive_number("C", C)
         pos = bags.y == 1
         if not pos.any() or pos.all():
             raise InvalidDataError("dcmil: both positive and negative bags are required")

@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from milopt.data.bags import Bags
-from milopt.errors import InvalidParameterError, NoSolutionError
+from milopt.errors import InvalidParameterError, NoSolutionError, positive_number
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
 
@@ -88,7 +88,7 @@ class DCMILClassifier(MILClassifier):
             raise InvalidParameterError(f"method: expected 'dcpca' or 'dca', got {self.method!r}")
         if _truthy(self.inner_cv):
             return self._fit_inner_cv(bags)
-        return self._fit_one(bags, float(self.C))
+        return self._fit_one(bags, positive_number("C", self.C))
 
     def _fit_one(self, bags: Bags, C: float):
         from milopt.algorithms import dcmil as alg

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from milopt.data.bags import Bags
-from milopt.errors import InvalidDataError, InvalidParameterError, NoSolutionError
+from milopt.errors import InvalidDataError, InvalidParameterError, NoSolutionError, positive_number
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
 from milopt.features.kernels import check_kernel, kernel_matrix, mean_embedding_kernel
@@ -176,8 +176,7 @@ class SILClassifier(_KernelMIL):
     def _fit(self, bags: Bags):
         from sklearn.svm import SVC
 
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise InvalidParameterError(f"C: expected a positive cost, got {self.C}")
+        positive_number("C", self.C)
         if self.class_weight not in ("balanced", "none", None):
             raise InvalidParameterError(f"class_weight: expected 'balanced' or 'none', got {self.class_weight!r}")
         t0 = time.perf_counter()
@@ -268,8 +267,7 @@ class MISVMHeuristic(_KernelMIL):
     def _fit(self, bags: Bags):
         from milopt.algorithms.mi_heuristics import misvm_alternate
 
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise InvalidParameterError(f"C: expected a positive cost, got {self.C}")
+        positive_number("C", self.C)
         if bags.n_classes > 2:
             raise InvalidParameterError("MI-SVM: binary bag labels are required")
         t0 = time.perf_counter()
@@ -342,8 +340,7 @@ class MiSVMHeuristic(_KernelMIL):
     def _fit(self, bags: Bags):
         from milopt.algorithms.mi_heuristics import mi_svm_alternate
 
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise InvalidParameterError(f"C: expected a positive cost, got {self.C}")
+        positive_number("C", self.C)
         t0 = time.perf_counter()
         K, X = self._prepare(bags)
         if K is None:
@@ -415,8 +412,7 @@ class MISMMMIQP(MILClassifier):
         from milopt.solvers import solve
 
         _need_samples(bags, "mismm-miqp")
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise InvalidParameterError(f"C: expected a positive cost, got {self.C}")
+        positive_number("C", self.C)
         t0 = time.perf_counter()
         S = bags.samples
         self.scaler_ = StandardScaler().fit(S) if self.scale_samples else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from milopt.data.bags import Bags
-from milopt.errors import InvalidParameterError
+from milopt.errors import InvalidParameterError, positive_number
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
 
@@ -61,6 +61,7 @@ class MISVMClassifier(MILClassifier):
         if self.method != "miqp":
             raise InvalidParameterError(f"method: expected 'miqp', got {self.method!r} "
                                         "(the alternating heuristic is milopt fit misvm-heuristic)")
+        positive_number("C", self.C)
         ub = None
         start = None
         if self.warm_start:
