@@ -180,7 +180,9 @@ def test_batchsvm_lp_theta_equals_transformed_svm(small):
 
 
 def test_lp_needs_coords_unless_theta0():
-    b = milopt.data.generators.digits(bags=10, seed=0)
+    from milopt.data.generators import digits
+
+    b = digits(bags=10, seed=0)
     with pytest.raises(InvalidDataError, match="batch method needs coordinates"):
         batchsvm_lp.build(b, theta=1.0)
     with pytest.raises(InvalidDataError, match="coords=K"):
@@ -275,6 +277,54 @@ def test_learned_theta_decreases_objective_monotonically(medium):
     est = LearnedThetaBatchPSVM().fit(medium)
     assert est.fit_info_["iterations"] == len(est.result_.history) - 1
     assert est.theta_ != 0.0
+
+
+def _j7_dense(X, d, R, nu, c, w, gamma, theta):
+    """Eq. 7 written out with a dense P = θR + I (independent of BatchPSVMSystem)."""
+    P = theta * R + np.eye(X.shape[0])
+    r = P @ (X @ w - gamma) - d
+    return 0.5 * nu * np.sum(c * r * r) + 0.5 * (w @ w + gamma * gamma + theta * theta)
+
+
+@pytest.mark.parametrize("weighted,nu,thresholded", [(False, 0.05, True), (True, 1.0, True), (True, 0.3, False)])
+def test_learned_theta_is_stationary_point_of_eq7(medium, weighted, nu, thresholded):
+    """The learned (w, γ, θ) zeroes the gradient of eq. 7 in all three (analytic and finite differences)."""
+    X = medium.X
+    d = np.where(medium.instance_y == 1, 1.0, -1.0)
+    Rs = batchsvm_lp.similarity(medium, 0.5, thresholded)
+    R = Rs.toarray()
+    c = batchsvm_lp.class_costs(d, 1.0, "balanced") if weighted else np.ones(d.size)
+    w, g, th, res = fit_batchpsvm(X, d, Rs, nu=nu, theta=0.0, learn_theta=True, tol=1e-12, max_iter=5000,
+                                  weights=c)
+    assert str(res.termination) == "optimal"
+    # the reported objective is eq. 7 (with the θ²/2 term)
+    assert res.objective == pytest.approx(_j7_dense(X, d, R, nu, c, w, g, th), rel=1e-10)
+    # analytic gradient of eq. 7, written independently with dense matrices
+    P = th * R + np.eye(X.shape[0])
+    r = P @ (X @ w - g) - d
+    grad_w = nu * X.T @ (P.T @ (c * r)) + w
+    grad_g = -nu * np.sum(P.T @ (c * r)) + g
+    grad_t = nu * (R @ (X @ w - g)) @ (c * r) + th
+    scale = nu * np.abs(X.T @ (c * d)).max() + 1.0
+    assert np.abs(grad_w).max() < 1e-6 * scale
+    assert abs(grad_g) < 1e-6 * scale
+    assert abs(grad_t) < 1e-6 * scale
+    # central finite differences of the dense eq. 7 in every coordinate
+    x0 = np.concatenate([w, [g, th]])
+    f = lambda x: _j7_dense(X, d, R, nu, c, x[:-2], x[-2], x[-1])  # noqa: E731
+    h = 1e-5
+    fd = np.array([(f(x0 + h * e) - f(x0 - h * e)) / (2 * h) for e in np.eye(x0.size)])
+    assert np.abs(fd).max() < 1e-4 * scale
+    # the θ step without the θ²/2 term of eq. 7 (eq. 6 minimised over θ) is NOT stationary for eq. 7
+    w0, g0, th0, _ = fit_batchpsvm(X, d, Rs, nu=nu, theta=0.0, learn_theta=True, tol=1e-12, max_iter=5000,
+                                   weights=c, theta_penalty=0.0)
+    P0 = th0 * R + np.eye(X.shape[0])
+    r0 = P0 @ (X @ w0 - g0) - d
+    grad_t0 = nu * (R @ (X @ w0 - g0)) @ (c * r0) + th0
+    assert abs(grad_t0) > 1e-3 and abs(th0) > abs(th)
+    # and the system's own θ gradient agrees with the dense one
+    S = BatchPSVMSystem(X, d, Rs, nu, c)
+    assert S.theta_gradient(np.append(w, g), th) == pytest.approx(grad_t, abs=1e-8 * scale)
 
 
 # ---------------------------------------------------------------- estimators / prediction
