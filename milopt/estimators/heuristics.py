@@ -418,8 +418,10 @@ class MISMMMIQP(MILClassifier):
         self.scaler_ = StandardScaler().fit(S) if self.scale_samples else None
         S = self.scaler_.transform(S) if self.scaler_ is not None else S
         _, gamma = check_kernel("rbf", self.gamma, S.shape[1])
-        point_bag = np.repeat(bags.bag_index, np.diff(bags.sample_ptr))
-        idx = stratified_sample(point_bag, int(self.m), self.random_state)
+        sizes = np.diff(bags.sample_ptr)
+        point_bag = np.repeat(bags.bag_index, sizes)
+        idx = stratified_sample(point_bag, int(self.m), self.random_state,
+                                subgroups=np.repeat(np.arange(bags.n_instances), sizes))
         self.nystrom_ = NystromMap("rbf", gamma, rank=self.rank).fit(S[idx])
         self.nystrom_.sample_index_ = idx
         Phi = self.nystrom_.mean_features(S, bags.sample_ptr)
