@@ -10,7 +10,8 @@ features standardised on the training folds, seed 0) of
   landmarks on MUSK2, whose training folds have ~5,900 instances);
 * ``pdmisvm`` with the paper's settings (Seo et al. 2022, Section 4.1): ``preset=paper-rbf``
   (exact W update with the RBF kernel, C=1e-3, mu_0=1e-10, tol=1e-5; Nystroem on MUSK2 as
-  above) and ``preset=paper-linear`` (inexact W update, linear, C=1e4, mu_0=1e-8, tol=1e-5);
+  above) and ``preset=paper-linear`` (inexact W update, linear, C=1e4, mu_0=1e-8, tol=1e-5), both
+  with Algorithm 1's closed-form T/U updates (``max_prox=paper``);
 * ``misvm-heuristic`` and ``misvm-miqp`` when they are registered (``milopt.estimators.registry``);
   the MIQP gets ``--miqp-time-limit`` seconds per fold (SCIP; incumbent used at the limit).
 

@@ -34,9 +34,11 @@ appends the coordinates, standardised with the training images' mean and standar
 deviation, to the features when the data have coordinates; ``true`` forces it (coordinates
 then required), ``false`` never appends.  ``coef_`` then has the coordinate weights last.
 
-**Class weights.**  CAD data are very imbalanced (a few per cent positive candidates); the
-estimators use ``class_weight="balanced"`` by default (slack costs / squared residuals
-weighted by m / (2 m_class)); ``class_weight="none"`` gives eqs. 4, 6, 12 exactly as printed.
+**Class weights** (not in the paper).  ``class_weight="none"`` (default) is eqs. 4, 6, 7 and 12
+as printed.  CAD data are very imbalanced (a few per cent positive candidates), and then the
+unweighted 1-norm SVM LP can return w = 0 (measured on ``gen:cad`` with θ = 0: every candidate
+negative); ``class_weight="balanced"`` weights the slack costs / squared residuals by
+m / (2 m_class).
 """
 from __future__ import annotations
 
@@ -159,7 +161,7 @@ class BatchSVMClassifier(_BatchClassifier):
     distance : {'euclidean', 'squared'}
         S_pq: Euclidean distance (Section 3.2) or its square (``squared``, alias
         ``sqeuclidean``: the similarity exp(-α‖r_p - r_q‖²) of Section 5.1.1, ζ² = 1/α).
-    class_weight : {'balanced', 'none'}
+    class_weight : {'none', 'balanced'}
     solver : str
         LP backend (``highs`` default; ``scip`` works too).
     time_limit : float
@@ -170,7 +172,7 @@ class BatchSVMClassifier(_BatchClassifier):
     """
 
     def __init__(self, nu=1.0, theta=1.0, alpha=0.5, thresholded=True, distance="euclidean",
-                 class_weight="balanced", solver="highs", time_limit=120.0, append_coords="auto"):
+                 class_weight="none", solver="highs", time_limit=120.0, append_coords="auto"):
         self.nu = nu
         self.theta = theta
         self.alpha = alpha
@@ -237,7 +239,7 @@ class BatchProbClassifier(BatchSVMClassifier):
         (``append_coords="auto"`` never appends here: BatchProb always uses R).
     """
 
-    def __init__(self, nu=1.0, alpha=0.5, sigma=1.0, distance="euclidean", class_weight="balanced", solver="highs",
+    def __init__(self, nu=1.0, alpha=0.5, sigma=1.0, distance="euclidean", class_weight="none", solver="highs",
                  time_limit=120.0, append_coords="auto"):
         self.nu = nu
         self.alpha = alpha
@@ -283,7 +285,7 @@ class BatchPSVMClassifier(_BatchClassifier):
         R of eq. 13 (0/1) or continuous.
     distance : {'euclidean', 'squared'}
         See :class:`BatchSVMClassifier`.
-    class_weight : {'balanced', 'none'}
+    class_weight : {'none', 'balanced'}
         Residual weights (see module docstring).
     learn_theta : bool
         Learn θ by alternating minimisation of eq. 7 (Section 3.3 / Appendix A.2).
@@ -295,7 +297,7 @@ class BatchPSVMClassifier(_BatchClassifier):
         See :class:`BatchSVMClassifier` (``auto``: the PSVM baseline, θ = 0 and not learned).
     """
 
-    def __init__(self, nu=1.0, theta=1.0, alpha=0.5, thresholded=True, distance="euclidean", class_weight="balanced",
+    def __init__(self, nu=1.0, theta=1.0, alpha=0.5, thresholded=True, distance="euclidean", class_weight="none",
                  learn_theta=False, max_iter=500, tol=1e-6, append_coords="auto"):
         self.nu = nu
         self.theta = theta
@@ -345,7 +347,7 @@ class BatchPSVMClassifier(_BatchClassifier):
 class LearnedThetaBatchPSVM(BatchPSVMClassifier):
     """BatchPSVM with θ learned (eq. 7); ``theta`` is the starting value (0: start from PSVM)."""
 
-    def __init__(self, nu=1.0, theta=0.0, alpha=0.5, thresholded=True, distance="euclidean", class_weight="balanced",
+    def __init__(self, nu=1.0, theta=0.0, alpha=0.5, thresholded=True, distance="euclidean", class_weight="none",
                  learn_theta=True, max_iter=500, tol=1e-6, append_coords="auto"):
         super().__init__(nu=nu, theta=theta, alpha=alpha, thresholded=thresholded, distance=distance,
                          class_weight=class_weight, learn_theta=learn_theta, max_iter=max_iter, tol=tol,

@@ -16,11 +16,11 @@ VARIANT_CHOICES = ("exact", "inexact", "kernel")
 
 #: The settings of Seo et al. (2022), Section 4.1: exact pdMISVM with the RBF kernel (C = 1e-3,
 #: mu_0 = 1e-10) and inexact pdMISVM (eqs. 13-16) with the linear kernel (C = 1e4, mu_0 = 1e-8),
-#: tolerance 1e-5 for both.  The paper states neither rho, the RBF width nor an iteration budget;
-#: those keep their defaults.
+#: tolerance 1e-5 for both; with Algorithm 1's closed-form T/U updates (``max_prox="paper"``).
+#: The paper states neither rho, the RBF width nor an iteration budget; those keep their defaults.
 PRESETS = {
-    "paper-rbf": {"variant": "kernel", "kernel": "rbf", "C": 1e-3, "mu": 1e-10, "tol": 1e-5},
-    "paper-linear": {"variant": "inexact", "C": 1e4, "mu": 1e-8, "tol": 1e-5},
+    "paper-rbf": {"variant": "kernel", "kernel": "rbf", "C": 1e-3, "mu": 1e-10, "tol": 1e-5, "max_prox": "paper"},
+    "paper-linear": {"variant": "inexact", "C": 1e4, "mu": 1e-8, "tol": 1e-5, "max_prox": "paper"},
 }
 
 
@@ -59,7 +59,7 @@ class PDMISVMClassifier(MILClassifier):
     preset : {None, 'paper-rbf', 'paper-linear'}, default None
         The settings of the paper's Section 4.1 (see :data:`PRESETS`): ``paper-rbf`` = kernel
         variant, RBF, C = 1e-3, mu = 1e-10, tol = 1e-5; ``paper-linear`` = inexact variant,
-        C = 1e4, mu = 1e-8, tol = 1e-5.  The preset sets those keys; giving one of them a
+        C = 1e4, mu = 1e-8, tol = 1e-5; both with ``max_prox='paper'`` (Algorithm 1's T/U updates).  The preset sets those keys; giving one of them a
         different non-default value as well is refused (drop the preset to tune them).
 
     Attributes
@@ -152,7 +152,8 @@ class PDMISVMClassifier(MILClassifier):
         self.fit_info_ = {"objective": float(res.objective), "iterations": int(res.iterations),
                           "residual": float(res.extra["residual"]), "termination": str(res.termination),
                           "solve_seconds": float(res.wall_time), "final_mu": float(res.extra["final_mu"]),
-                          "preset": self.preset, "params": {k: p[k] for k in ("variant", "kernel", "C", "mu", "tol")}}
+                          "preset": self.preset,
+                          "params": {k: p[k] for k in ("variant", "kernel", "C", "mu", "tol", "max_prox")}}
         if rank is not None:
             self.fit_info_["kernel_rank"] = int(rank)
         return self
