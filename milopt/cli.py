@@ -8,7 +8,7 @@ Stable contract (users script against it):
 * ``milopt fit METHOD --data DATA [--set k=v ...] [--cv K] [--seed S] [--json]``
 * ``milopt solve FORMULATION --data DATA --solver S [--time-limit T] [--gap G] [--warm-start] [--set ...] [--json]``
 * ``milopt export FORMULATION --data DATA -o FILE.mps|FILE.lp[.gz] [--set ...] [--json]``
-* ``milopt study kent-yu [--out DIR] [--replicates N] [--quick] [--json]``
+* ``milopt study kent-yu [--out DIR] [--replicates N] [--quick] [--full] [--json]``
 * ``milopt bench`` / ``milopt report`` / ``milopt export-library`` (benchmark harness)
 
 DATA is a shipped name (``musk1``, ``musk2``), a path to a headerless MIL CSV, or a generator
@@ -182,6 +182,8 @@ def cmd_study(args) -> int:
         kw["replicates"] = args.replicates
     if args.quick:
         kw["quick"] = True
+    if getattr(args, "full", False):
+        kw["full"] = True
     res = study.kent_yu_study(**kw)
     emit(res, args.json, None if args.json else json.dumps(_clean(res), default=_json_default, indent=2))
     return 0
@@ -249,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", default="kent-yu-study")
     sp.add_argument("--replicates", type=int, default=None)
     sp.add_argument("--quick", action="store_true")
+    sp.add_argument("--full", action="store_true", help="the paper's protocol: 12 size settings x 100 replicates")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_study)
 
