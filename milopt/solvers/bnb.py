@@ -66,6 +66,8 @@ from milopt.segments import segment_argmax, segment_max
 
 #: dense kernel matrix up to this many instances (else rows from the features on demand)
 DENSE_MAX = 3000
+#: node QPs by the interior-point method up to this many effective instances (else warm-started SMO)
+IPM_MAX = 400
 
 
 def mi_objective_best_b(raw, costs, ypos, ptr, w_norm2):
@@ -113,7 +115,7 @@ class MISVMBranchAndBound:
         KKT tolerance of the node QPs (tightened automatically when a node cannot be closed).
     """
 
-    def __init__(self, X, bag_ptr, y_bag, costs, tol=1e-4):
+    def __init__(self, X, bag_ptr, y_bag, costs, tol=1e-4, qp="auto"):
         from milopt.algorithms.svm_dcd import GroupSVMDual
 
         self.X = np.ascontiguousarray(X, dtype=float)
@@ -146,6 +148,10 @@ class MISVMBranchAndBound:
         single = self.pos_bags[sizes[self.pos_bags] == 1]
         base[self.ptr[single]] = True
         self.base_active = base
+        if qp not in ("auto", "ipm", "smo"):
+            raise InvalidParameterError(f"bnb: qp must be 'auto', 'ipm' or 'smo', got {qp!r}")
+        n_eff = int(base.sum()) + int(np.sum(sizes[self.pos_bags] > 1))
+        self.qp = ("ipm" if n_eff <= IPM_MAX and self.dense else "smo") if qp == "auto" else qp
         self.wit0 = np.where(sizes[self.pos_bags] == 1, self.ptr[self.pos_bags], -1)
 
     # ------------------------------------------------------------- linear algebra
@@ -189,6 +195,37 @@ class MISVMBranchAndBound:
             if info["converged"] or time.perf_counter() > deadline or info["iterations"] < smo.max_iter:
                 break
         return its, info["converged"]
+
+    def _solve_node_ipm(self, active):
+        """Node QP on the effective set by the interior-point method (no warm start; near exact),
+        its multipliers projected onto the dual feasible set so that D(α) is a valid bound."""
+        from milopt.algorithms.svm_ipm import _ipm
+
+        idx = np.flatnonzero(active)
+        gi, ginv = np.unique(self.bag_of[idx], return_inverse=True)
+        Ke = self._Krows(idx, idx)
+        r = _ipm(Ke, self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
+        alpha = np.zeros(self.n)
+        alpha[idx] = self.project(r["alpha"], idx)
+        self.smo.alpha = alpha
+        self.smo.F = self.y - self._Kv(self.y * alpha)
+        return int(r["iterations"]), bool(r["converged"])
+
+    def project(self, a, idx):
+        """Make multipliers exactly dual feasible: α ≥ 0, group sums ≤ C_I (scaled down), and
+        Σ y α = 0 (the larger side scaled down)."""
+        a = np.maximum(np.asarray(a, dtype=float), 0.0)
+        g = self.bag_of[idx]
+        gs = np.bincount(g, weights=a, minlength=self.B)
+        scale = np.where(gs > self.costs, self.costs / np.maximum(gs, 1e-300), 1.0)
+        a = a * scale[g]
+        yy = self.y[idx]
+        sp, sn = a[yy > 0].sum(), a[yy < 0].sum()
+        if sp > sn:
+            a = np.where(yy > 0, a * (sn / sp), a)
+        elif sn > sp:
+            a = np.where(yy < 0, a * (sp / sn), a)
+        return a
 
     def _gains(self, cand, alpha, active):
         """Exact gain of the best feasible pair step that brings each candidate row into the
@@ -310,7 +347,10 @@ class MISVMBranchAndBound:
                 tol = self.tol
                 alpha0 = node.alpha
                 while True:
-                    it, conv = self._solve_node(alpha0, active, deadline, tol)
+                    if self.qp == "ipm":
+                        it, conv = self._solve_node_ipm(active)
+                    else:
+                        it, conv = self._solve_node(alpha0, active, deadline, tol)
                     iters += it
                     alpha = self.smo.alpha.copy()
                     D, w = self.dual_objective(alpha)
@@ -333,7 +373,7 @@ class MISVMBranchAndBound:
                         action = "branch"
                         break
                     # a leaf whose QP is not yet accurate enough to close it: tighten
-                    if tol <= 1e-11 or time.perf_counter() > deadline:
+                    if self.qp == "ipm" or tol <= 1e-11 or time.perf_counter() > deadline:
                         action = "close"
                         break
                     tol *= 0.01
@@ -425,7 +465,7 @@ def local_search(bags, K, C, class_weight, X):
 
 
 def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None, mip_gap=1e-4, restarts=8, seed=0,
-               starts=(), node_limit=None, tol=1e-4, verbose=False):
+               starts=(), node_limit=None, tol=1e-4, qp="auto", verbose=False):
     """Solve MI-SVM on ``bags`` (linear kernel, bag slacks) exactly; returns the dict of
     :meth:`MISVMBranchAndBound.solve` plus ``heuristic_seconds`` and ``witnesses``.
 
@@ -439,7 +479,7 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         costs = slack_costs(bags, C, class_weight)[0]
     t0 = time.perf_counter()
     with threadpool_limits(1):
-        eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs, tol=tol)
+        eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs, tol=tol, qp=qp)
         K = eng.K
         budget = 0.1 * time_limit if time_limit is not None else math.inf
         pts = list(starts)
@@ -492,8 +532,9 @@ def _run(model, opts):
     seed = int(o.pop("seed", 0))
     node_limit = o.pop("node_limit", None)
     tol = float(o.pop("tol", 1e-4))
+    qp = str(o.pop("qp", "auto"))
     if o:
-        raise InvalidParameterError(f"bnb: unknown option(s) {sorted(o)}; accepted: restarts, seed, node_limit, tol")
+        raise InvalidParameterError(f"bnb: unknown option(s) {sorted(o)}; accepted: restarts, seed, node_limit, tol, qp")
     starts = []
     if opts.get("warm_start"):
         d = meta["n_features"]
@@ -504,7 +545,7 @@ def _run(model, opts):
     tl = opts.get("time_limit")
     out = solve_bags(bags, C=meta["C"], class_weight=meta["class_weight"], costs=np.asarray(meta["costs"]),
                      time_limit=tl, mip_gap=1e-4 if gap is None else float(gap), restarts=restarts, seed=seed,
-                     starts=starts, node_limit=None if node_limit is None else int(node_limit), tol=tol,
+                     starts=starts, node_limit=None if node_limit is None else int(node_limit), tol=tol, qp=qp,
                      verbose=bool(opts.get("verbose")))
     mod.warm_start(model, out["w"], out["b"])        # load w, b, ξ, ζ (witness = best instance)
     obj_model = float(pe.value(model.obj))
