@@ -6,7 +6,7 @@ Stable contract (users script against it):
 * ``milopt info DATA [--json]`` -> bags, positive_bags, instances, features
 * ``milopt list [--json]`` -> methods, formulations, solvers, generators
 * ``milopt fit METHOD --data DATA [--set k=v ...] [--cv K] [--seed S] [--json]``
-* ``milopt solve FORMULATION --data DATA --solver S [--time-limit T] [--gap G] [--warm-start] [--set ...] [--json]``
+* ``milopt solve FORMULATION --data DATA --solver S [--time-limit T] [--gap G] [--warm-start | --no-warm-start] [--set ...] [--json]``
 * ``milopt export FORMULATION --data DATA -o FILE.mps|FILE.lp[.gz] [--set ...] [--json]``
 * ``milopt study kent-yu [--out DIR] [--replicates N] [--quick] [--full] [--json]``
 * ``milopt bench`` / ``milopt report`` / ``milopt export-library`` (benchmark harness)
@@ -236,8 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--gap", type=float, default=None)
     sp.add_argument("--threads", type=int, default=None)
     sp.add_argument("--verbose", action="store_true")
-    sp.add_argument("--warm-start", action="store_true", dest="warm_start",
-                    help="start from the formulation's cheap feasible point (e.g. a linear SVM for misvm-bigm)")
+    sp.add_argument("--warm-start", action="store_const", const=True, default=None, dest="warm_start",
+                    help="start from the formulation's cheap feasible point (e.g. a linear SVM for misvm-bigm, "
+                         "which does so by default)")
+    sp.add_argument("--no-warm-start", action="store_const", const=False, dest="warm_start",
+                    help="cold start (same as --set warm_start=false where the formulation has that key)")
     sp.set_defaults(func=cmd_solve)
 
     sp = sub.add_parser("export", help="write a formulation to .mps / .lp (optionally .gz)")

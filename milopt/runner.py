@@ -217,12 +217,15 @@ def objective_sense(model) -> str:
 
 def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | None = None, gap: float | None = None,
               params: dict | None = None, seed: int = 0, threads: int | None = None, verbose: bool = False,
-              options: dict | None = None, warm_start: bool = False, bags: Bags | None = None) -> dict:
+              options: dict | None = None, warm_start: bool | None = None, bags: Bags | None = None) -> dict:
     """Build ``formulation`` on ``data`` and solve it with ``solver``; returns a JSON-ready dict.
 
     ``options`` are native solver options passed through unchanged; the output records the
     objective ``sense`` ('minimize' / 'maximize').  ``warm_start`` calls the formulation's
-    ``default_start(model)`` (a cheap feasible point) and hands it to the solver."""
+    ``default_start(model)`` (a cheap feasible point) and hands it to the solver.  A formulation
+    with a ``warm_start`` key in ``PARAMS`` computes its start while building (so that its
+    objective can tighten the model): there ``warm_start=None`` means that key's default
+    (``--set warm_start=...`` and the flag must agree)."""
     from milopt.solvers import get_backend, model_size, solve
     from milopt.solvers.driver import check_supported, classify
 
@@ -233,13 +236,23 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
         cls = expected_class(get(formulation), params)
         if cls:
             check_supported(backend, *cls)
+    if "warm_start" in getattr(get(formulation), "PARAMS", {}):  # the start is built with the model
+        params = dict(params or {})
+        given = coerce(params.get("warm_start", warm_start if warm_start is not None else
+                                  get(formulation).PARAMS["warm_start"][1]))
+        if warm_start is not None and given != warm_start:
+            raise InvalidParameterError("warm_start: --set warm_start and --warm-start/--no-warm-start disagree")
+        params["warm_start"] = given
+        warm_start = None
     model, bags, typed, build_s = build_formulation(formulation, data, params, bags)
     if solver != "auto":
         cls, feats = classify(model)
         check_supported(get_backend(solver), cls, feats)
     size = model_size(model)
     start_s = 0.0
-    if warm_start:
+    if warm_start is None:
+        warm_start = bool(getattr(model, "_milopt_start", False))
+    elif warm_start:
         start = getattr(get(formulation), "default_start", None)
         if start is None:
             raise InvalidParameterError(f"{formulation} has no default warm start; solve without --warm-start")
@@ -250,5 +263,9 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
                 warm_start=warm_start)
     out = res.to_dict(log=False)
     out.update({"formulation": formulation, "params": typed, "model_size": size, "data": data_info(bags),
-                "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model)})
+                "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model),
+                "warm_start": bool(warm_start)})
+    meta = getattr(model, "_milopt_meta", None) or {}
+    if meta.get("incumbent") is not None:
+        out["warm_start_objective"] = meta["incumbent"]
     return out
