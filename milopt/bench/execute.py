@@ -41,6 +41,7 @@ COLUMNS = [
     "problem_class", "sense", "objective", "bound", "gap", "time", "wall_time", "build_seconds", "run_seconds",
     "iterations", "nodes", "variables", "binaries", "integers", "constraints", "nonzeros", "bag_accuracy",
     "bag_auc", "bag_f1", "bag_balanced_accuracy", "fit_seconds", "extra", "error", "host", "finished_at",
+    "gap_limit", "verified", "max_violation", "objective_recomputed", "verify_note",
 ]
 
 OUTCOMES = ("ok", "killed", "error", "unsupported")
@@ -203,7 +204,8 @@ def make_row(task: dict, result: dict | None, outcome: str, error: str, run_seco
                finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     extra = {}
     if kind == "solve":
-        inst = instance_name(spec["formulation"], spec["data"], params)
+        inst = spec.get("instance") or instance_name(spec["formulation"], spec["data"], params)
+        row.update(gap_limit=spec.get("gap"))
         row.update(formulation=spec["formulation"], solver=spec["solver"], backend=spec.get("backend"),
                    solver_options=json.dumps(spec.get("options") or {}, sort_keys=True),
                    threads=spec.get("threads"), instance=inst, problem=f"{inst}#s{spec.get('seed', 0)}")
@@ -225,6 +227,16 @@ def make_row(task: dict, result: dict | None, outcome: str, error: str, run_seco
             ex = result.get("extra") or {}
             if isinstance(ex, dict) and ex.get("error"):
                 extra["solver_error"] = str(ex["error"])[:300]
+            ver = result.get("verification")
+            if isinstance(ver, dict):
+                row.update(verified="yes" if ver.get("verified") else "no",
+                           max_violation=_num(ver.get("max_violation")),
+                           objective_recomputed=_num(ver.get("objective_recomputed")),
+                           verify_note=str(ver.get("reason") or "")[:300])
+            if result.get("run_time") is not None:
+                extra["run_time"] = _num(result.get("run_time"))
+            if result.get("trajectory"):
+                extra["trajectory"] = result["trajectory"]
     else:
         ds = slug(spec["data"])
         row.update(method=spec["method"], folds=spec.get("folds"), fold=spec.get("fold"),
