@@ -146,7 +146,7 @@ def main(argv=None) -> int:
                 sha = mps_sha256(inst)
             except Exception as exc:  # noqa: BLE001
                 notes.append(f"sha256 not computed: {exc}")
-        new_cat.append(replace(inst, problem_class=cls, status=status, proof_seconds=secs, proof_solver=who,
+        new_cat.append(replace(inst, problem_class=cls, sense=sense, status=status, proof_seconds=secs, proof_solver=who,
                                sha256_mps=sha))
         runs = "; ".join(f"{r['contender']} {r['outcome'] if r['outcome'] != 'ok' else r['termination']} "
                          f"{r['time']:.1f}s" for _, r in g.iterrows())

@@ -225,8 +225,16 @@ def _run(cfg, runs, store, lock, *, jobs, scheduler, resume, progress, stream, m
         jobs = int(cfg.get("jobs", 1))
     it = iter_dask(tasks, scheduler) if scheduler is not None else iter_local(tasks, jobs)
     t0 = time.monotonic()
-    for row in it:
-        store.append(row)
-        prog.update(row)
+    try:
+        for row in it:
+            store.append(row)
+            prog.update(row)
+    except BaseException:
+        # Ctrl-C (or any failure of the bench itself): end the runs in flight now, so that the
+        # process exits at once instead of waiting for them in multiprocessing's exit handler
+        from milopt.bench.execute import kill_running
+
+        kill_running()
+        raise
     return {"total": len(runs), "skipped": skipped, "executed": prog.done, "failures": prog.failures,
             "seconds": time.monotonic() - t0, "out": str(store.folder), "table": str(store.path)}

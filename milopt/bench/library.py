@@ -3,7 +3,7 @@
 The catalogue ``instances/library.csv`` (package data ``milopt/instances/library.csv``) defines
 every instance deterministically, one line each::
 
-    name,formulation,data,params,benchmark,class,sha256_mps,status,proof_seconds,proof_solver
+    name,formulation,data,params,benchmark,class,sense,sha256_mps,status,proof_seconds,proof_solver
 
 ``data`` is any data spec :func:`milopt.data.load` accepts (a shipped set, ``gen:subset?data=
 musk1&bags=8&seed=0`` for a stratified subset of whole bags, or a generator with its
@@ -39,8 +39,8 @@ from milopt.errors import InvalidParameterError, MiloptError
 FORMATS = ("mps", "lp")
 SUITES = ("easy", "hard", "open", "benchmark", "all")
 STATUSES = ("easy", "hard", "open")
-COLUMNS = ["name", "formulation", "data", "params", "benchmark", "class", "sha256_mps", "status", "proof_seconds",
-           "proof_solver"]
+COLUMNS = ["name", "formulation", "data", "params", "benchmark", "class", "sense", "sha256_mps", "status",
+           "proof_seconds", "proof_solver"]
 #: what the library's data are and under which licence
 SOURCES = {
     "musk1": ("MUSK1 (Dietterich, Lathrop & Lozano-Perez 1997; UCI Machine Learning Repository)", "CC BY 4.0"),
@@ -62,6 +62,7 @@ class Instance:
     params: dict = field(default_factory=dict)
     benchmark: bool = False
     problem_class: str = ""
+    sense: str = ""
     sha256_mps: str = ""
     status: str = ""
     proof_seconds: float | None = None
@@ -91,7 +92,7 @@ class Instance:
 
     def row(self) -> list:
         return [self.name, self.formulation, self.data, format_params(self.params), int(self.benchmark),
-                self.problem_class, self.sha256_mps, self.status,
+                self.problem_class, self.sense, self.sha256_mps, self.status,
                 "" if self.proof_seconds is None else f"{self.proof_seconds:.2f}", self.proof_solver]
 
 
@@ -159,6 +160,7 @@ def load_catalogue(path=None) -> list[Instance]:
                             params=parse_params(r.get("params", ""), where),
                             benchmark=(r.get("benchmark") or "0").strip() in ("1", "true", "yes"),
                             problem_class=(r.get("class") or "").strip(),
+                            sense=(r.get("sense") or "").strip(),
                             sha256_mps=(r.get("sha256_mps") or "").strip(), status=status or "open",
                             proof_seconds=float(ps) if ps else None,
                             proof_solver=(r.get("proof_solver") or "").strip()))
@@ -332,7 +334,7 @@ def export_library(folder, *, formats=FORMATS, suite=None, config=None, formulat
             "class": cls, "features": list(feats), "sense": objective_sense(model), "status": inst.status,
             "benchmark": inst.benchmark, "rows": size.get("constraints"), "columns": size.get("variables"),
             "nonzeros": size.get("nonzeros"), "binaries": size.get("binaries"), "integers": size.get("integers"),
-            "quadratic_nonzeros": size.get("quadratic_nonzeros"),
+            "quadratic_nonzeros": size.get("quadratic_nonzeros"), "size": size,
             "data_size": {"bags": bags.n_bags, "positive_bags": bags.positive_bags, "instances": bags.n_instances,
                           "features": bags.n_features},
             "source": desc, "licence": lic, "files": files,
