@@ -53,7 +53,11 @@ def test_objective_never_increases(slack, kernel, gamma, solver):
         hs = [h for h in res["history"] if h["start"] == start and h["accepted"]]
         for h0, h1 in zip(hs, hs[1:]):
             assert h0["mi_objective"] <= h0["objective"] + 1e-7
-            assert h1["objective"] <= h0["mi_objective"] + 1e-6 * max(1.0, abs(h0["objective"]))
+            # the subproblem is solved to a tolerance, not exactly: its primal value exceeds the
+            # selection's optimum by at most its duality gap (weak duality), so the descent step
+            # holds up to that gap (an SMO at tol=1e-4 leaves gaps ~1e-5 relative)
+            assert h1["dual_gap"] >= -1e-7 * max(1.0, abs(h1["objective"]))
+            assert h1["objective"] - h1["dual_gap"] <= h0["mi_objective"] + 1e-7 * max(1.0, abs(h0["objective"]))
     assert res["objective"] == pytest.approx(min(h["objective"] for h in res["history"] if h["accepted"]), rel=1e-9)
 
 

@@ -378,7 +378,9 @@ def _misvm_alternate(K, bags, C, class_weight, slack, init, restarts, max_iter, 
             keep = f[wit] >= f[new] - 1e-12          # ties: keep the current witness
             new = np.where(keep, wit, new)
             changed = new != wit
+            # weak duality: P - (Σα - ½‖w‖²) bounds how far P lies above this selection's optimum
             history.append({"start": r, "iteration": t, "objective": P, "mi_objective": Phi, "accepted": True,
+                            "dual_gap": P - (float(alpha.sum()) - 0.5 * norm2),
                             "changed": int(changed.sum()), "solver_iterations": info["iterations"],
                             "seconds": time.perf_counter() - t0})
             prev = {"objective": P, "alpha": alpha.copy(), "b": b, "witnesses": wit.copy()}
