@@ -115,7 +115,7 @@ def _fit_eval(spec, params, seed, Btr: Bags, Bte: Bags | None, scale: bool) -> d
 
 
 def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | None = None, seed: int = 0,
-            fold: int | None = None, bags: Bags | None = None) -> dict:
+            fold: int | None = None, bags: Bags | None = None, progress=None) -> dict:
     """Fit ``method`` on ``data``.
 
     Without ``cv``: fit on all bags and report training metrics.  With ``cv``: stratified
@@ -145,6 +145,8 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     for f, (tr, te) in enumerate(folds):
         if fold is not None and f != fold:
             continue
+        if progress is not None:
+            progress(f, len(folds))
         row = _fit_eval(spec, params, seed, bags.subset(tr), bags.subset(te), scale)
         rows.append({"fold": f, "train_bags": int(tr.size), "test_bags": int(te.size), **row})
     keys = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -228,6 +230,8 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
 
     from milopt.models import get
 
+    t_start = time.perf_counter()  # the time limit covers loading, building, hand-off and solve
+
     if solver != "auto":
         backend = get_backend(solver)  # unknown / not installed: refuse before loading data or building
         cls = expected_class(get(formulation), params)
@@ -246,6 +250,15 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
         t0 = time.perf_counter()
         start(model)
         start_s = time.perf_counter() - t0
+    if time_limit is not None:
+        from milopt.solvers.budget import remaining_or_expired
+
+        time_limit, expired = remaining_or_expired(time_limit, t_start, solver)
+        if expired is not None:
+            out = expired.to_dict(log=False)
+            out.update({"formulation": formulation, "params": typed, "model_size": size, "data": data_info(bags),
+                        "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model)})
+            return out
     res = solve(model, solver, time_limit=time_limit, mip_gap=gap, threads=threads, verbose=verbose, options=options,
                 warm_start=warm_start)
     out = res.to_dict(log=False)
