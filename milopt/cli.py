@@ -83,8 +83,16 @@ def cmd_info(args) -> int:
     from milopt.data import load
     from milopt.runner import data_info, parse_sets
 
+    from milopt.runner import _header
+
     sets = parse_sets(args.set)
-    bags = load(args.data, coords=int(sets.get("coords", 0) or 0))
+    coords = sets.get("coords", 0) or 0
+    if isinstance(coords, bool) or not isinstance(coords, int) or coords < 0:
+        from milopt.errors import InvalidParameterError
+
+        raise InvalidParameterError(f"--set coords={coords}: expected the number of leading coordinate columns "
+                                    "(int >= 0)")
+    bags = load(args.data, coords=coords, header=_header(sets.get("header")))
     info = data_info(bags)
     emit(info, args.json, "\n".join(f"{k}: {v}" for k, v in info.items()))
     return 0

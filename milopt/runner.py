@@ -16,7 +16,7 @@ from milopt.data.loading import load
 from milopt.errors import InvalidDataError, InvalidParameterError
 
 #: keys of ``--set`` that describe the data rather than the method or formulation
-DATA_KEYS = ("coords", "scale")
+DATA_KEYS = ("coords", "scale", "header")
 
 
 def coerce(value):
@@ -50,6 +50,13 @@ def parse_sets(items) -> dict:
             raise InvalidParameterError(f"--set {it!r}: empty key")
         out[k] = coerce(v.strip())
     return out
+
+
+def _header(value):
+    """``--set header=true|false|auto`` (CSV files: the first row holds column names)."""
+    if value is None or value == "auto" or isinstance(value, bool):
+        return None if value == "auto" else value
+    raise InvalidParameterError(f"header: expected true, false or auto, got {value!r}")
 
 
 def data_info(bags: Bags) -> dict:
@@ -126,10 +133,11 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     from milopt.metrics import bag_folds
 
     spec = get_method(method)
+    header = _header((params or {}).get("header"))
     params, coords, scale = _split_params(params)
     spec.make(params, seed)  # validate keys before loading data
     if bags is None:
-        bags = load(data, coords=coords)
+        bags = load(data, coords=coords, header=header)
     check_needs(method, spec.needs, bags)
     out = {"method": method, "data": data_info(bags), "params": params, "seed": seed}
     if not cv:
@@ -165,6 +173,7 @@ def build_formulation(formulation: str, data: str, params: dict | None = None, b
     from milopt.models import get
 
     mod = get(formulation)
+    header = _header((params or {}).get("header"))
     params, coords, scale = _split_params(params)
     spec = getattr(mod, "PARAMS", {})
     unknown = [k for k in params if k not in spec]
@@ -181,7 +190,7 @@ def build_formulation(formulation: str, data: str, params: dict | None = None, b
         else:
             typed[k] = v
     if bags is None:
-        bags = load(data, coords=coords)
+        bags = load(data, coords=coords, header=header)
     if scale:
         bags = standardize(bags)
     t0 = time.perf_counter()

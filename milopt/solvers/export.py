@@ -27,7 +27,7 @@ import numpy as np
 import pyomo.environ as pe
 import scipy.sparse as sp
 
-from milopt.errors import InvalidParameterError
+from milopt.errors import InvalidDataError, InvalidParameterError
 
 INF = float("inf")
 
@@ -295,8 +295,32 @@ def to_highs(mf: MatrixForm, names: bool = True):
         model.hessian_ = hess
     st = h.passModel(model)
     if st == highspy.HighsStatus.kError:
-        raise RuntimeError("HiGHS refused the extracted model")
+        raise InvalidDataError("HiGHS refused the model (coefficients or bounds it cannot represent); "
+                               "rescale the data or keep feature standardisation on")
     return h
+
+
+#: HiGHS refuses matrix, cost and Hessian values of this size or more (its large_matrix_value)
+HIGHS_LARGE_VALUE = 1e15
+
+
+def check_magnitudes(mf: MatrixForm) -> None:
+    """Refuse, with a message naming the source, a model whose coefficients a solver cannot hold
+    (non-finite, or beyond HiGHS's 1e15 limit: data near 1e300 with standardisation off)."""
+    parts = [("constraint matrix", sp.csr_matrix(mf.A).data), ("objective", np.asarray(mf.c))]
+    if mf.Q is not None:
+        parts.append(("quadratic objective", sp.csr_matrix(mf.Q).data))
+    for what, vals in parts:
+        if vals.size == 0:
+            continue
+        big = np.abs(vals)
+        if not np.all(np.isfinite(big)):
+            raise InvalidDataError(f"the model's {what} holds infinite or NaN coefficients (from data values too "
+                                   "large to multiply); rescale the features or keep --set scale=true")
+        if big.max() >= HIGHS_LARGE_VALUE:
+            raise InvalidDataError(f"the model's {what} holds coefficients up to {big.max():.3g} (solvers accept "
+                                   f"less than {HIGHS_LARGE_VALUE:.0e}); the data has values of that size: rescale the "
+                                   "features or keep --set scale=true")
 
 
 _NAME_RE = re.compile(r"[^A-Za-z0-9_.]")
@@ -324,6 +348,13 @@ def export(model, path, *, names: bool = True) -> dict:
     fmt = suffixes[-2] if gz and len(suffixes) >= 2 else (suffixes[-1] if suffixes else "")
     if fmt not in (".mps", ".lp"):
         raise InvalidParameterError(f"export: file name must end in .mps or .lp (optionally .gz), got {path.name!r}")
+    anc = path.parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if anc.exists() and not anc.is_dir():
+        raise InvalidParameterError(f"cannot write {path}: {anc} is a regular file, not a directory")
+    if path.is_dir():
+        raise InvalidParameterError(f"cannot write {path}: it is a directory; give a file name ending in .mps or .lp")
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / ("model" + fmt)
@@ -336,6 +367,7 @@ def export(model, path, *, names: bool = True) -> dict:
             size = _pyomo_write(model, target, fmt)
         else:
             mf = extract(model)
+            check_magnitudes(mf)
             h = to_highs(mf, names=names)
             st = h.writeModel(str(target))
             import highspy
