@@ -179,6 +179,37 @@ def _cached_rows(comp, cache, cols: _Columns):
     return (coo.row[sel].astype(np.int64), glob[coo.col[sel]], coo.data[sel], lb, ub, names, keep.size), stale
 
 
+def _cached_objective(qc, cols: _Columns):
+    """(c, c0, Q) of a matrix objective, fixed variables substituted, in the global columns."""
+    V = qc.variables
+    c = np.asarray(qc.c, dtype=float)
+    fixed = np.fromiter((v.fixed for v in V), dtype=bool, count=len(V))
+    F = np.flatnonzero(~fixed)
+    X = np.flatnonzero(fixed)
+    c0 = float(qc.c0)
+    Q = qc.Q
+    if X.size:
+        xv = np.array([float(V[j].value) for j in X])
+        c0 += float(c[X] @ xv)
+        if Q is not None:
+            QX = Q[:, X] if not sp.issparse(Q) else sp.csc_matrix(Q)[:, X]
+            qx = np.asarray(QX @ xv).ravel()
+            c0 += 0.5 * float(xv @ qx[X])
+            c = c + qx
+    glob = cols.add_many([V[j] for j in F])
+    n = len(cols.vars)
+    cg = np.zeros(n)
+    cg[glob] = c[F]
+    Qg = None
+    if Q is not None:
+        QF = Q if X.size == 0 else (Q[np.ix_(F, F)] if not sp.issparse(Q) else sp.csc_matrix(Q)[F][:, F])
+        QF = sp.coo_matrix(QF)
+        if QF.nnz:
+            Qg = sp.csc_matrix((QF.data, (glob[QF.row], glob[QF.col])), shape=(n, n))
+            Qg.sum_duplicates()
+    return cg, c0, Qg
+
+
 def _extract(model, obj) -> MatrixForm:
     from pyomo.repn import generate_standard_repn
 
@@ -200,23 +231,29 @@ def _extract(model, obj) -> MatrixForm:
             blk = _linear_rows_generic(others, cols)
             if blk is not None:
                 blocks.append(blk)
-    repn = generate_standard_repn(obj.expr, quadratic=True, compute_values=True)
-    if repn.nonlinear_expr is not None:
-        raise InvalidParameterError(f"export: objective {obj.name} is neither linear nor quadratic")
-    lin_j = cols.add_many(list(repn.linear_vars))
-    qpairs = list(repn.quadratic_vars or ())
-    qi = cols.add_many([a for a, _ in qpairs])
-    qj = cols.add_many([b for _, b in qpairs])
-    n = len(cols.vars)
-    c = np.zeros(n)
-    np.add.at(c, lin_j, np.asarray(repn.linear_coefs, dtype=float))
-    Q = None
-    if qpairs:
-        qv = np.asarray(repn.quadratic_coefs, dtype=float)
-        # term q * x_i x_j  ->  ½ xᵀQx with Q_ij = Q_ji = q (i != j), Q_ii = 2q
-        Q = sp.csc_matrix((np.concatenate([qv, qv]), (np.concatenate([qi, qj]), np.concatenate([qj, qi]))),
-                          shape=(n, n))
-        Q.sum_duplicates()
+    qc = obj.quad_cache() if hasattr(obj, "quad_cache") else None
+    if qc is not None:  # an objective built from matrices (models._linear.add_quadratic_objective)
+        c, c0, Q = _cached_objective(qc, cols)
+        n = len(cols.vars)
+    else:
+        repn = generate_standard_repn(obj.expr, quadratic=True, compute_values=True)
+        if repn.nonlinear_expr is not None:
+            raise InvalidParameterError(f"export: objective {obj.name} is neither linear nor quadratic")
+        lin_j = cols.add_many(list(repn.linear_vars))
+        qpairs = list(repn.quadratic_vars or ())
+        qi = cols.add_many([a for a, _ in qpairs])
+        qj = cols.add_many([b for _, b in qpairs])
+        n = len(cols.vars)
+        c = np.zeros(n)
+        np.add.at(c, lin_j, np.asarray(repn.linear_coefs, dtype=float))
+        c0 = float(repn.constant or 0.0)
+        Q = None
+        if qpairs:
+            qv = np.asarray(repn.quadratic_coefs, dtype=float)
+            # term q * x_i x_j  ->  ½ xᵀQx with Q_ij = Q_ji = q (i != j), Q_ii = 2q
+            Q = sp.csc_matrix((np.concatenate([qv, qv]), (np.concatenate([qi, qj]), np.concatenate([qj, qi]))),
+                              shape=(n, n))
+            Q.sum_duplicates()
     # stack the row blocks
     offs = np.cumsum([0] + [b[6] for b in blocks])
     m = int(offs[-1])
@@ -247,7 +284,7 @@ def _extract(model, obj) -> MatrixForm:
         col_lb, col_ub, integ = col_lb[perm], col_ub[perm], integ[perm]
         V = [V[j] for j in perm]
     sense = 1 if obj.sense == pe.minimize else -1
-    return MatrixForm(c=c, c0=float(repn.constant or 0.0), Q=Q, A=A, row_lb=lb, row_ub=ub, col_lb=col_lb,
+    return MatrixForm(c=c, c0=c0, Q=Q, A=A, row_lb=lb, row_ub=ub, col_lb=col_lb,
                       col_ub=col_ub, integrality=integ.astype(bool), col_names=[v.name for v in V], row_names=names,
                       sense=sense, variables=V)
 
