@@ -16,7 +16,7 @@ from milopt.data.loading import load
 from milopt.errors import InvalidDataError, InvalidParameterError
 
 #: keys of ``--set`` that describe the data rather than the method or formulation
-DATA_KEYS = ("coords", "scale")
+DATA_KEYS = ("coords", "scale", "header")
 
 
 def coerce(value):
@@ -50,6 +50,13 @@ def parse_sets(items) -> dict:
             raise InvalidParameterError(f"--set {it!r}: empty key")
         out[k] = coerce(v.strip())
     return out
+
+
+def _header(value):
+    """``--set header=true|false|auto`` (CSV files: the first row holds column names)."""
+    if value is None or value == "auto" or isinstance(value, bool):
+        return None if value == "auto" else value
+    raise InvalidParameterError(f"header: expected true, false or auto, got {value!r}")
 
 
 def data_info(bags: Bags) -> dict:
@@ -115,7 +122,7 @@ def _fit_eval(spec, params, seed, Btr: Bags, Bte: Bags | None, scale: bool) -> d
 
 
 def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | None = None, seed: int = 0,
-            fold: int | None = None, bags: Bags | None = None) -> dict:
+            fold: int | None = None, bags: Bags | None = None, progress=None) -> dict:
     """Fit ``method`` on ``data``.
 
     Without ``cv``: fit on all bags and report training metrics.  With ``cv``: stratified
@@ -126,10 +133,11 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     from milopt.metrics import bag_folds
 
     spec = get_method(method)
+    header = _header((params or {}).get("header"))
     params, coords, scale = _split_params(params)
     spec.make(params, seed)  # validate keys before loading data
     if bags is None:
-        bags = load(data, coords=coords)
+        bags = load(data, coords=coords, header=header)
     check_needs(method, spec.needs, bags)
     out = {"method": method, "data": data_info(bags), "params": params, "seed": seed}
     if not cv:
@@ -145,6 +153,8 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     for f, (tr, te) in enumerate(folds):
         if fold is not None and f != fold:
             continue
+        if progress is not None:
+            progress(f, len(folds))
         row = _fit_eval(spec, params, seed, bags.subset(tr), bags.subset(te), scale)
         rows.append({"fold": f, "train_bags": int(tr.size), "test_bags": int(te.size), **row})
     keys = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -163,6 +173,7 @@ def build_formulation(formulation: str, data: str, params: dict | None = None, b
     from milopt.models import get
 
     mod = get(formulation)
+    header = _header((params or {}).get("header"))
     params, coords, scale = _split_params(params)
     spec = getattr(mod, "PARAMS", {})
     unknown = [k for k in params if k not in spec]
@@ -179,7 +190,7 @@ def build_formulation(formulation: str, data: str, params: dict | None = None, b
         else:
             typed[k] = v
     if bags is None:
-        bags = load(data, coords=coords)
+        bags = load(data, coords=coords, header=header)
     if scale:
         bags = standardize(bags)
     t0 = time.perf_counter()
@@ -231,6 +242,8 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
 
     from milopt.models import get
 
+    t_start = time.perf_counter()  # the time limit covers loading, building, hand-off and solve
+
     if solver != "auto":
         backend = get_backend(solver)  # unknown / not installed: refuse before loading data or building
         cls = expected_class(get(formulation), params)
@@ -259,6 +272,15 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
         t0 = time.perf_counter()
         start(model)
         start_s = time.perf_counter() - t0
+    if time_limit is not None:
+        from milopt.solvers.budget import remaining_or_expired
+
+        time_limit, expired = remaining_or_expired(time_limit, t_start, solver)
+        if expired is not None:
+            out = expired.to_dict(log=False)
+            out.update({"formulation": formulation, "params": typed, "model_size": size, "data": data_info(bags),
+                        "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model)})
+            return out
     res = solve(model, solver, time_limit=time_limit, mip_gap=gap, threads=threads, verbose=verbose, options=options,
                 warm_start=warm_start)
     out = res.to_dict(log=False)
