@@ -51,7 +51,10 @@ def instance_metrics(instance_y, y_pred, scores=None) -> dict:
 def evaluate(estimator, bags: Bags) -> dict:
     """Bag metrics of a fitted estimator on ``bags`` (plus instance metrics when labels exist)."""
     scores = estimator.decision_function(bags)
-    pred = estimator.predict(bags)
+    pred = np.asarray(estimator.predict(bags))
+    classes = getattr(estimator, "classes_", None)
+    if classes is not None and len(classes) and not np.array_equal(np.asarray(classes), np.arange(len(classes))):
+        pred = np.searchsorted(np.asarray(classes), pred)  # the user's labels (e.g. -1/+1) -> 0..K-1 of bags.y
     out = bag_metrics(bags.y, pred, scores)
     if bags.instance_y is not None and hasattr(estimator, "predict_instances"):
         try:
@@ -80,8 +83,27 @@ def standardize(train: Bags, *others: Bags):
     """Fit a StandardScaler on the training instances only and apply it to every set.
 
     Constant features get scale 1 (scikit-learn's convention)."""
-    sc = StandardScaler().fit(train.X)
-    res = [train.with_X(sc.transform(train.X))] + [b.with_X(sc.transform(b.X)) for b in others]
+    import warnings
+
+    with warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sc = StandardScaler().fit(train.X)
+        bad = ~(np.isfinite(sc.mean_) & np.isfinite(sc.var_) & np.isfinite(sc.scale_))
+        if bad.any():
+            c = int(np.flatnonzero(bad)[0])
+            big = float(np.max(np.abs(train.X[:, c])))
+            raise InvalidDataError(
+                f"feature column {c}: values up to {big:.3g} overflow while standardising (its variance is not a "
+                "finite float); rescale that column (e.g. to units near 1) or turn scaling off (--set scale=false)")
+        Xs = [sc.transform(b.X) for b in (train, *others)]
+    for k, Z in enumerate(Xs):
+        if not np.all(np.isfinite(Z)):
+            c = int(np.argwhere(~np.isfinite(Z))[0][1])
+            raise InvalidDataError(
+                f"feature column {c}: standardising with the training statistics overflows on the "
+                f"{'training' if k == 0 else 'held-out'} bags (values far outside the training range); rescale "
+                "that column or turn scaling off (--set scale=false)")
+    res = [b.with_X(Z) for b, Z in zip((train, *others), Xs)]
     return res if others else res[0]
 
 

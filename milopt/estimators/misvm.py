@@ -1,6 +1,8 @@
 """MI-SVM estimator solved exactly as a mixed-integer program (``milopt fit misvm-miqp``)."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from milopt.data.bags import Bags
@@ -62,6 +64,7 @@ class MISVMClassifier(MILClassifier):
             raise InvalidParameterError(f"method: expected 'miqp', got {self.method!r} "
                                         "(the alternating heuristic is milopt fit misvm-heuristic)")
         positive_number("C", self.C)
+        t_start = time.perf_counter()  # time_limit covers the start, the build and the solve
         ub = None
         start = None
         if self.warm_start:
@@ -70,8 +73,14 @@ class MISVMClassifier(MILClassifier):
         model = mod.build(bags, C=self.C, class_weight=self.class_weight, big_m=self.big_m, upper_bound=ub)
         if start is not None:
             mod.warm_start(model, *start)
-        res = solve(model, self.solver, time_limit=self.time_limit, mip_gap=self.mip_gap, threads=self.threads,
-                    warm_start=start is not None)
+        limit, res = self.time_limit, None
+        if limit is not None:
+            from milopt.solvers.budget import remaining_or_expired
+
+            limit, res = remaining_or_expired(float(limit), t_start, self.solver)
+        if res is None:
+            res = solve(model, self.solver, time_limit=limit, mip_gap=self.mip_gap, threads=self.threads,
+                        warm_start=start is not None)
         if res.ok:
             sol = mod.decode(model)
             self.coef_, self.intercept_ = sol["w"], sol["b"]

@@ -128,7 +128,7 @@ class PDMISVMClassifier(MILClassifier):
         return super().fit(bags, y)
 
     def _fit(self, bags: Bags):
-        yk = np.searchsorted(self.classes_, bags.y)
+        yk = np.unique(bags.y, return_inverse=True)[1]  # 0..K-1 whatever labels the caller used
         K = self.classes_.size
         X = bags.X
         p = self._validate()
@@ -191,7 +191,8 @@ class PDMISVMClassifier(MILClassifier):
 
     def predict(self, bags) -> np.ndarray:
         """Eq. 2: the class with the largest bag response (ties to the first class)."""
-        return self.classes_[np.argmax(self.bag_responses(bags), axis=1)]
+        S = self.bag_responses(bags)  # checks that the model is fitted first
+        return self.classes_[np.argmax(S, axis=1)]
 
 
 register_method("pdmisvm", PDMISVMClassifier,
