@@ -21,32 +21,21 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import math
 import sys
 
 PLUGINS = ["milopt.bench.cli"]
 
 
 def _json_default(o):
-    import numpy as np
+    from milopt.jsonutil import default
 
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return None if not np.isfinite(o) else float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
+    return default(o)
 
 
 def _clean(o):
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if isinstance(o, dict):
-        return {k: _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    return o
+    from milopt.jsonutil import clean
+
+    return clean(o)
 
 
 def emit(obj, as_json: bool, text: str | None = None) -> None:

@@ -8,7 +8,6 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score, roc_auc_score
 from sklearn.model_selection import StratifiedKFold
-from sklearn.preprocessing import StandardScaler
 
 from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError
@@ -77,12 +76,11 @@ def bag_folds(bags: Bags, k: int = 10, seed: int = 0, shuffle: bool = True) -> I
 
 
 def standardize(train: Bags, *others: Bags):
-    """Fit a StandardScaler on the training instances only and apply it to every set.
+    """Standardise with the training instances' statistics only and apply them to every set
+    (:func:`milopt.numerics.standardize`; constant features get scale 1)."""
+    from milopt.numerics import standardize as _standardize
 
-    Constant features get scale 1 (scikit-learn's convention)."""
-    sc = StandardScaler().fit(train.X)
-    res = [train.with_X(sc.transform(train.X))] + [b.with_X(sc.transform(b.X)) for b in others]
-    return res if others else res[0]
+    return _standardize(train, *others)
 
 
 def cross_validate(estimator, bags: Bags, k: int = 10, seed: int = 0, scale: bool = True) -> dict:
