@@ -183,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     from milopt import __version__
 
     p.add_argument("--version", action="version", version=f"milopt {__version__}")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE",
+                   help="a .py file or module that registers formulations, methods, backends (repeatable)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -255,6 +257,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     from milopt.errors import MiloptError
 
+    try:
+        from milopt.plugins import argv_plugins, load_all
+
+        load_all(argv_plugins(sys.argv[1:] if argv is None else argv))
+    except MiloptError as exc:
+        print(f"milopt: error: {exc}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
