@@ -382,7 +382,7 @@ def warm_start(model, w, b) -> None:
 def default_start(model) -> None:
     """Warm start of ``milopt solve misvm-bigm --warm-start``: a linear SVM on the instances with
     bag labels copied (liblinear, class-balanced), made feasible by :func:`warm_start`."""
-    from milopt.estimators.misvm import sil_start
+    from milopt.numerics import sil_start
 
     meta = model._milopt_meta
     w, b = sil_start(model._milopt_bags, C=meta.get("C", 1.0))

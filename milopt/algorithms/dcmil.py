@@ -578,7 +578,9 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
         solver="dca+<backend>", problem_class="native"; ``extra`` as :func:`dcpca` plus
         ``subproblems`` and ``solver_seconds``.
     """
-    from milopt.models import dcmil_dca as mod
+    from milopt import models
+
+    mod = models.get("dcmil-dca")
     from milopt.solvers import solve
     from milopt.solvers.result import SolutionStatus, SolveResult, Termination
 

@@ -54,6 +54,7 @@ class Backend:
     version: Callable[[], str]
     description: str = ""
     aliases: tuple = ()
+    write: Callable | None = None  # write(model, path) for formats only this backend can write
     _available: bool | None = field(default=None, repr=False)
 
     def available(self) -> bool:
@@ -78,9 +79,14 @@ def register_backend(backend: Backend) -> Backend:
     return backend
 
 
+#: modules whose import registers the built-in backends (a plugin calls register_backend itself)
+BUILTIN_BACKENDS = ["milopt.solvers.builtin", "milopt.solvers.ipopt_backend", "milopt.solvers.scip_native"]
+
+
 def backends() -> dict[str, Backend]:
     """Registered backends by name (installed or not)."""
-    import milopt.solvers.builtin  # noqa: F401  (registers the built-in backends)
+    for mod in BUILTIN_BACKENDS:
+        importlib.import_module(mod)
 
     return {n: b for n, b in _BACKENDS.items() if n == b.name}
 
