@@ -150,7 +150,8 @@ class PDMISVMClassifier(MILClassifier):
 
     def predict(self, bags) -> np.ndarray:
         """Eq. 2: the class with the largest bag response (ties to the first class)."""
-        return self.classes_[np.argmax(self.bag_responses(bags), axis=1)]
+        S = self.bag_responses(bags)  # checks fitted and input first
+        return self.classes_[np.argmax(S, axis=1)]
 
 
 register_method("pdmisvm", PDMISVMClassifier,
