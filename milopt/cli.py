@@ -30,25 +30,15 @@ PLUGINS = ["milopt.bench.cli"]
 
 
 def _json_default(o):
-    import numpy as np
+    from milopt.jsonutil import default
 
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return None if not np.isfinite(o) else float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
+    return default(o)
 
 
 def _clean(o):
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if isinstance(o, dict):
-        return {k: _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    return o
+    from milopt.jsonutil import clean
+
+    return clean(o)
 
 
 def emit(obj, as_json: bool, text: str | None = None) -> None:
@@ -317,6 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     from milopt import __version__
 
     p.add_argument("--version", action="version", version=f"milopt {__version__}")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE",
+                   help="a .py file or module that registers formulations, methods, backends (repeatable)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -417,6 +409,13 @@ def _blame_key(args, msg: str) -> str | None:
 def main(argv=None) -> int:
     from milopt.errors import MiloptError
 
+    try:
+        from milopt.plugins import argv_plugins, load_all
+
+        load_all(argv_plugins(sys.argv[1:] if argv is None else argv))
+    except MiloptError as exc:
+        print(f"milopt: error: {exc}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
