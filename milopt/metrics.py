@@ -50,7 +50,10 @@ def instance_metrics(instance_y, y_pred, scores=None) -> dict:
 def evaluate(estimator, bags: Bags) -> dict:
     """Bag metrics of a fitted estimator on ``bags`` (plus instance metrics when labels exist)."""
     scores = estimator.decision_function(bags)
-    pred = estimator.predict(bags)
+    pred = np.asarray(estimator.predict(bags))
+    classes = getattr(estimator, "classes_", None)
+    if classes is not None and len(classes) and not np.array_equal(np.asarray(classes), np.arange(len(classes))):
+        pred = np.searchsorted(np.asarray(classes), pred)  # the user's labels (e.g. -1/+1) -> 0..K-1 of bags.y
     out = bag_metrics(bags.y, pred, scores)
     if bags.instance_y is not None and hasattr(estimator, "predict_instances"):
         try:

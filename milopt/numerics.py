@@ -35,9 +35,30 @@ def standardize_stats(X: np.ndarray):
 
 def standardize(train, *others):
     """Standardise ``train`` (a :class:`~milopt.data.Bags`) with its own statistics and apply
-    them to every set in ``others``; returns the standardised bags (a tuple when ``others``)."""
-    mean, scale = standardize_stats(train.X)
-    res = [b.with_X((b.X - mean) / scale) for b in (train, *others)]
+    them to every set in ``others``; returns the standardised bags (a tuple when ``others``).
+
+    Values so large that a column's variance or the scaled values are not finite floats raise
+    :class:`~milopt.errors.InvalidDataError` naming the column."""
+    from milopt.errors import InvalidDataError
+
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        mean, scale = standardize_stats(train.X)
+        bad = ~(np.isfinite(mean) & np.isfinite(scale))
+        if bad.any():
+            c = int(np.flatnonzero(bad)[0])
+            big = float(np.max(np.abs(train.X[:, c])))
+            raise InvalidDataError(
+                f"feature column {c}: values up to {big:.3g} overflow while standardising (its variance is not a "
+                "finite float); rescale that column (e.g. to units near 1) or turn scaling off (--set scale=false)")
+        Xs = [(b.X - mean) / scale for b in (train, *others)]
+    for k, Z in enumerate(Xs):
+        if not np.all(np.isfinite(Z)):
+            c = int(np.argwhere(~np.isfinite(Z))[0][1])
+            raise InvalidDataError(
+                f"feature column {c}: standardising with the training statistics overflows on the "
+                f"{'training' if k == 0 else 'held-out'} bags (values far outside the training range); rescale "
+                "that column or turn scaling off (--set scale=false)")
+    res = [b.with_X(Z) for b, Z in zip((train, *others), Xs)]
     return res if others else res[0]
 
 

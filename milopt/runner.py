@@ -16,14 +16,29 @@ from milopt.data.loading import load
 from milopt.errors import InvalidDataError, InvalidParameterError
 from milopt.jsonutil import finite
 from milopt.numerics import standardize
-from milopt.params import Bool, Int, ParamSet, coerce  # noqa: F401  (coerce: former home)
+from milopt.params import Bool, Int, ParamSet, Str, coerce  # noqa: F401  (coerce: former home)
 
 #: keys of ``--set`` that describe the data rather than the method or formulation
 DATA_PARAMS = ParamSet(
     coords=Int(0, "number of leading feature columns of a CSV that are instance coordinates", ge=0),
     scale=Bool(True, "standardise features (with training statistics only)"),
+    header=Str("auto", "CSV files: the first row holds column names (true, false or auto: detected)"),
 )
 DATA_KEYS = tuple(DATA_PARAMS)
+
+
+def _header(value):
+    """``--set header=true|false|auto`` (CSV files: the first row holds column names)."""
+    if value is None or isinstance(value, bool):
+        return value
+    low = str(value).strip().lower()
+    if low == "auto":
+        return None
+    if low in ("true", "yes", "on", "1"):
+        return True
+    if low in ("false", "no", "off", "0"):
+        return False
+    raise InvalidParameterError(f"header: expected true, false or auto, got {value!r}")
 
 
 def parse_sets(items) -> dict:
@@ -94,7 +109,7 @@ def _fit_eval(spec, params, seed, Btr: Bags, Bte: Bags | None, scale: bool) -> d
 
 
 def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | None = None, seed: int = 0,
-            fold: int | None = None, bags: Bags | None = None) -> dict:
+            fold: int | None = None, bags: Bags | None = None, progress=None) -> dict:
     """Fit ``method`` on ``data``.
 
     Without ``cv``: fit on all bags and report training metrics.  With ``cv``: stratified
@@ -105,10 +120,11 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     from milopt.metrics import bag_folds
 
     spec = get_method(method)
+    header = _header((params or {}).get("header"))
     params, coords, scale = _split_params(params)
     params = spec.validate(params)  # typed; bad keys and values refused before loading data
     if bags is None:
-        bags = load(data, coords=coords)
+        bags = load(data, coords=coords, header=header)
     check_needs(method, spec.needs, bags)
     out = {"method": method, "data": data_info(bags), "params": spec.resolve(params, seed), "seed": seed}
     if not cv:
@@ -124,6 +140,8 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     for f, (tr, te) in enumerate(folds):
         if fold is not None and f != fold:
             continue
+        if progress is not None:
+            progress(f, len(folds))
         row = _fit_eval(spec, params, seed, bags.subset(tr), bags.subset(te), scale)
         rows.append({"fold": f, "train_bags": int(tr.size), "test_bags": int(te.size), **row})
     keys = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -144,6 +162,7 @@ def build_formulation(formulation: str, data: str, params: dict | None = None, b
     from milopt.models import formulation as get_formulation
 
     form = get_formulation(formulation)
+    header = _header((params or {}).get("header"))
     params, coords, scale = _split_params(params)
     try:
         typed = form.validate(params)
@@ -152,7 +171,7 @@ def build_formulation(formulation: str, data: str, params: dict | None = None, b
             raise InvalidParameterError(f"{exc}, {', '.join(DATA_KEYS)}") from None
         raise
     if bags is None:
-        bags = load(data, coords=coords)
+        bags = load(data, coords=coords, header=header)
     if scale:
         bags = standardize(bags)
     t0 = time.perf_counter()
@@ -191,38 +210,66 @@ def objective_sense(model) -> str:
 
 def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | None = None, gap: float | None = None,
               params: dict | None = None, seed: int = 0, threads: int | None = None, verbose: bool = False,
-              options: dict | None = None, warm_start: bool = False, bags: Bags | None = None) -> dict:
+              options: dict | None = None, warm_start: bool | None = None, bags: Bags | None = None) -> dict:
     """Build ``formulation`` on ``data`` and solve it with ``solver``; returns a JSON-ready dict.
 
     ``options`` are native solver options passed through unchanged; the output records the
     objective ``sense`` ('minimize' / 'maximize').  ``warm_start`` calls the formulation's
-    ``default_start(model)`` (a cheap feasible point) and hands it to the solver."""
+    ``default_start(model)`` (a cheap feasible point) and hands it to the solver.  A formulation
+    with a ``warm_start`` parameter computes its start while building (so that its objective can
+    tighten the model): there ``warm_start=None`` means that parameter's default
+    (``--set warm_start=...`` and the flag must agree)."""
     from milopt.models import formulation as get_formulation
+    from milopt.params import parse_bool
     from milopt.solvers import get_backend, model_size, solve
     from milopt.solvers.driver import check_supported, classify
 
+    t_start = time.perf_counter()  # the time limit covers loading, building, hand-off and solve
     form = get_formulation(formulation)
     if solver != "auto":
         backend = get_backend(solver)  # unknown / not installed: refuse before loading data or building
         cls = expected_class(form, params)
         if cls:
             check_supported(backend, *cls)
+    if "warm_start" in form.params:  # the start is built with the model
+        params = dict(params or {})
+        given = parse_bool("warm_start", params.get("warm_start", warm_start if warm_start is not None else
+                                                    form.params["warm_start"].default))
+        if warm_start is not None and given != warm_start:
+            raise InvalidParameterError("warm_start: --set warm_start and --warm-start/--no-warm-start disagree")
+        params["warm_start"] = given
+        warm_start = None
     model, bags, typed, build_s = build_formulation(formulation, data, params, bags)
     if solver != "auto":
         cls, feats = classify(model)
         check_supported(get_backend(solver), cls, feats)
     size = model_size(model)
     start_s = 0.0
-    if warm_start:
+    if warm_start is None:
+        warm_start = bool(getattr(model, "_milopt_start", False))
+    elif warm_start:
         start = form.default_start
         if start is None:
             raise InvalidParameterError(f"{formulation} has no default warm start; solve without --warm-start")
         t0 = time.perf_counter()
         start(model)
         start_s = time.perf_counter() - t0
+    if time_limit is not None:
+        from milopt.solvers.budget import remaining_or_expired
+
+        time_limit, expired = remaining_or_expired(time_limit, t_start, solver)
+        if expired is not None:
+            out = expired.to_dict(log=False)
+            out.update({"formulation": formulation, "params": typed, "model_size": size, "data": data_info(bags),
+                        "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model)})
+            return out
     res = solve(model, solver, time_limit=time_limit, mip_gap=gap, threads=threads, verbose=verbose, options=options,
                 warm_start=warm_start)
     out = res.to_dict(log=False)
     out.update({"formulation": formulation, "params": typed, "model_size": size, "data": data_info(bags),
-                "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model)})
+                "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model),
+                "warm_start": bool(warm_start)})
+    meta = getattr(model, "_milopt_meta", None) or {}
+    if meta.get("incumbent") is not None:
+        out["warm_start_objective"] = meta["incumbent"]
     return out

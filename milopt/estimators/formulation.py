@@ -14,6 +14,7 @@ gives, for one formulation, a subclass whose constructor lists the formulation's
 from __future__ import annotations
 
 import inspect
+import time
 
 import numpy as np
 
@@ -83,6 +84,8 @@ class FormulationClassifier(MILClassifier):
         if point is not None:
             form.warm_start(model, *point)
             return True
+        if "warm_start" in form.params:  # the formulation builds its own start
+            return bool(getattr(model, "_milopt_meta", {}).get("warm_start", self.warm_start))
         if self.warm_start and form.default_start is not None:
             form.default_start(model)
             return True
@@ -98,11 +101,18 @@ class FormulationClassifier(MILClassifier):
         form = self._get_formulation()
         SOLVER_PARAMS.validate({k: getattr(self, k) for k in SOLVER_PARAMS}, type(self).__name__)
         typed = form.validate(self._model_params())
+        t_start = time.perf_counter()  # time_limit covers the start, the build and the solve
         point, extra = self._start(bags, typed) if self.warm_start else (None, {})
         model = form.build_model(bags, **typed, **extra)
         started = self._apply_start(form, model, point)
-        res = solve(model, self.solver, time_limit=self.time_limit, mip_gap=self.mip_gap, threads=self.threads,
-                    warm_start=started)
+        limit, res = self.time_limit, None
+        if limit is not None:
+            from milopt.solvers.budget import remaining_or_expired
+
+            limit, res = remaining_or_expired(float(limit), t_start, self.solver)
+        if res is None:
+            res = solve(model, self.solver, time_limit=limit, mip_gap=self.mip_gap, threads=self.threads,
+                        warm_start=started)
         if res.ok:
             self.solution_ = form.decode(model)
         else:

@@ -80,7 +80,8 @@ def register_backend(backend: Backend) -> Backend:
 
 
 #: modules whose import registers the built-in backends (a plugin calls register_backend itself)
-BUILTIN_BACKENDS = ["milopt.solvers.builtin", "milopt.solvers.ipopt_backend", "milopt.solvers.scip_native"]
+BUILTIN_BACKENDS = ["milopt.solvers.builtin", "milopt.solvers.ipopt_backend", "milopt.solvers.scip_native",
+                    "milopt.solvers.bnb"]
 
 
 def backends() -> dict[str, Backend]:
@@ -212,6 +213,10 @@ def solve(model, solver: str = "auto", *, time_limit: float | None = None, mip_g
                           wall_time=time.perf_counter() - t0, solver_version=_safe(backend.version),
                           problem_class=cls, log=f"{type(exc).__name__}: {exc}",
                           extra={"error": f"{type(exc).__name__}: {exc}"})
+    if res.termination == Termination.INTERRUPTED:
+        # the solver caught Ctrl-C (SCIP installs its own SIGINT handler, so Python never sees
+        # it): stop the caller too rather than return a half-solved model as a result
+        raise KeyboardInterrupt(f"{backend.name} was interrupted")
     if raise_on_no_solution and not res.ok:
         raise NoSolutionError(f"{backend.name} returned no solution (termination: {res.termination}); "
                               "raise the time limit or check the model")
