@@ -111,9 +111,10 @@ class Formulation:
         return self.params.resolve(params, self.name)
 
     def build(self, bags, **params):
-        """Validate ``params`` against the declaration and build the model."""
+        """Build the model with the declared defaults completed by ``params`` (validated); keys
+        the declaration does not list are passed to the builder unchanged."""
         extra = {k: params.pop(k) for k in list(params) if k not in self.params}
-        typed = self.validate(params)
+        typed = self.resolve(params)
         return self.make_model(bags, **typed, **extra)
 
     def make_model(self, bags, **typed):

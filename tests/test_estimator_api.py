@@ -182,3 +182,39 @@ def test_bag_scaler_is_the_cli_scaling():
     sc = BagScaler().fit(tr)
     np.testing.assert_array_equal(sc.transform(te).X, a_te.X)
     np.testing.assert_array_equal(sc.fit_transform(tr).X, a_tr.X)
+
+
+def test_formulation_build_is_the_model_milopt_solve_builds():
+    """``formulation(name).build(standardize(bags), **params)`` = ``milopt solve``'s model (same matrices;
+    the declared defaults, e.g. misvm-bigm's ``warm_start``, are applied as ``milopt solve`` applies them)."""
+    from milopt.models import formulation
+    from milopt.numerics import standardize
+    from milopt.runner import build_formulation
+    from milopt.solvers.export import extract
+
+    bags = data(SMALL)
+    for name, params in (("misvm-bigm", {"C": "2"}), ("misvm-bigm", {"norm": "l1"}), ("batchsvm-lp", {"theta": "0"})):
+        form = formulation(name)
+        given = dict(params)
+        if "warm_start" in form.params:  # milopt solve builds with the declared start (run_solve)
+            given["warm_start"] = form.params["warm_start"].default
+        cli, _, _, _ = build_formulation(name, SMALL, given)
+        py = formulation(name).build(standardize(bags), **params)
+        a, b = extract(cli), extract(py)
+        assert a.col_names == b.col_names and a.row_names == b.row_names
+        assert (a.A != b.A).nnz == 0
+        np.testing.assert_array_equal(a.c, b.c)
+        np.testing.assert_array_equal(a.row_lb, b.row_lb)
+        np.testing.assert_array_equal(a.row_ub, b.row_ub)
+
+
+def test_readme_example_figures():
+    """The figures quoted in the README's Python section (MUSK1, misvm-heuristic, C=10, 5 folds)."""
+    bags = load("musk1")
+    cv = StratifiedKFold(5, shuffle=True, random_state=0)
+    res = cross_validate(milopt.estimator("misvm-heuristic", C=10), bags, bags.y, cv=cv,
+                         scoring=["accuracy", "roc_auc"])
+    np.testing.assert_allclose(res["test_accuracy"], [0.9474, 0.7368, 0.8333, 0.7778, 0.8889], atol=5e-5)
+    np.testing.assert_allclose(res["test_roc_auc"], [0.9889, 0.7111, 0.9259, 0.7654, 0.9506], atol=5e-5)
+    cli = run_fit("misvm-heuristic", "musk1", params={"C": "10"}, cv=5, seed=0)
+    np.testing.assert_array_equal(res["test_accuracy"], [f["bag_accuracy"] for f in cli["folds"]])
