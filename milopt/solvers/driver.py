@@ -54,6 +54,10 @@ class Backend:
     version: Callable[[], str]
     description: str = ""
     aliases: tuple = ()
+    #: False for a structure-aware backend that solves only some formulations of its classes
+    #: (e.g. ``bnb``): it is used when named, never chosen for ``auto`` or listed as capable
+    #: of a whole problem class
+    generic: bool = True
     _available: bool | None = field(default=None, repr=False)
 
     def available(self) -> bool:
@@ -87,7 +91,8 @@ def backends() -> dict[str, Backend]:
 
 def installed(cls: str | None = None, features=()) -> list[str]:
     """Names of installed backends (that solve ``cls`` with ``features`` when given)."""
-    return [n for n, b in backends().items() if b.available() and (cls is None or b.supports(cls, features))]
+    return [n for n, b in backends().items() if b.available()
+            and (cls is None or (b.generic and b.supports(cls, features)))]
 
 
 def get_backend(name: str) -> Backend:
