@@ -61,6 +61,10 @@ class Backend:
     aliases: tuple = ()
     write: Callable | None = None
     formulations: tuple = ()
+    #: False for a structure-aware backend that solves only some formulations of its classes
+    #: (e.g. ``bnb``): it is used when named or for those formulations, never chosen for
+    #: ``auto`` on other models nor listed as capable of a whole problem class
+    generic: bool = True
     _available: bool | None = field(default=None, repr=False)
 
     def available(self) -> bool:
@@ -114,7 +118,8 @@ def installed(cls: str | None = None, features=(), formulation: str | None = Non
     """Names of installed backends (that solve ``cls`` with ``features`` when given; a backend
     restricted to some formulations only when ``formulation`` is one of them)."""
     return [n for n, b in backends().items()
-            if b.available() and (cls is None or b.supports(cls, features, formulation))]
+            if b.available() and (cls is None or (b.supports(cls, features, formulation)
+                                                  and (b.generic or formulation in b.formulations)))]
 
 
 def get_backend(name: str) -> Backend:
