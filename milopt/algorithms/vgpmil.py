@@ -749,7 +749,7 @@ def inducing_points(X, M, init="kmeans", random_state=0):
 
 
 def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", variance=1.0, lengthscale=None,
-               H=1e12, theta="gamma", alpha=1.0, beta=1.0, max_iter=200, tol=1e-5, pi_steps=3, pi_init="label", warmup=0,
+               H=100.0, theta="gamma", alpha=1.0, beta=1.0, max_iter=200, tol=1e-5, pi_steps=3, pi_init="label", warmup=0,
                emax="max", damping=0.5, jitter=1e-6, validation=None, patience=10, bag_rule="max", learn_kernel=False,
                kernel_steps=5, kernel_bound="elbo", logz_samples=64, blas_threads=1, time_limit=None, random_state=0,
                verbose=False):
@@ -770,7 +770,7 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
     lengthscale : float, optional
         Squared length scale l of exp(-‖x - x'‖²/(2l)); default: the median squared distance.
     H : float
-        Bag-likelihood strength (> 1); ``np.inf`` forces E[G_b] = 1.
+        Bag-likelihood strength (> 1, eq. 4; the paper's 100 by default); ``np.inf`` forces E[G_b] = 1.
     theta : {'pg', 'gamma'} or GSM or (psi, dpsi)
     alpha, beta : float
         Parameters of the Gamma GSM.
@@ -780,8 +780,18 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
         Stop when the relative ELBO change is below ``tol``.
     pi_steps : int
         Monotone π block updates per epoch (each is a Jacobi proposal with backtracking).
-    pi_init : {'label', 'half'}
-        Initial π: the bag label (π_n = T_b) or ½ in positive bags and 0 in negative ones.
+    pi_init : {'label', 'half', 'random'}
+        Initial π: the bag label (π_n = T_b), ½ in positive bags and 0 in negative ones, or
+        U(0, 1) draws seeded by ``random_state`` (Algorithm 1, line 2). Algorithm 1 also draws m
+        and S at random; here they are not needed: the first epoch starts from θ at the prior
+        c_n = √v and computes q(u) from π (eqs. 27, 26).
+    emax : {'max', 'exact'}
+        E[max y_{b∖n}] in eq. 25: max_{j≠n} π_j (the released VGPMIL / ψ-VGPMIL code) or
+        1 − Π_{j≠n}(1 − π_j) (the expectation under the factorised q(y); monotone backtracking
+        steps on the ELBO, ``pi_steps`` per epoch).
+    damping : float
+        Step ω ∈ (0, 1] of the ``emax='max'`` update π ← π + ω(π' − π); ω = 1 (the released code)
+        oscillates with period 2.
     jitter : float
         Relative jitter added to K_ZZ's diagonal (times v) before its Cholesky factorisation.
     validation : tuple (X_val, ptr_val, y_val), optional
@@ -789,9 +799,13 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
     bag_rule : {'max', 'noisy-or'}
         Bag score used for the validation AUC: the largest instance probability, or 1 - Π(1 - p_n).
     learn_kernel : bool
-        After every epoch, ``kernel_steps`` L-BFGS-B steps on (log v, log l) maximising the ELBO
-        (eq. 29) at fixed q(u), c, π with analytic gradients (:func:`kernel_objective`); bounds
-        10⁻²–10² times the initial values. A step is kept only when it raises the ELBO.
+        Algorithm 1, line 8: after every epoch, ``kernel_steps`` L-BFGS-B steps on (log v, log l)
+        with analytic gradients at fixed q(u) and π; bounds 10⁻²–10² times the initial values.
+        A step is kept only when it raises the objective.
+    kernel_bound : {'elbo', 'augmented'}
+        The objective of that step: 𝒥(λ) of eq. 29 (:func:`elbo_objective`; −log Z by
+        importance sampling with ``logz_samples`` draws for ψ ≠ φ, redrawn every epoch, seeded),
+        or the augmented bound at fixed q(ω) (:func:`kernel_objective`, no log Z).
     time_limit : float, optional
         Seconds; the current posterior is returned with termination ``time_limit``.
     random_state : int

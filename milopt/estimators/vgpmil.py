@@ -47,7 +47,8 @@ class VGPMILClassifier(MILClassifier):
     lengthscale_grid : tuple of float
         Multipliers of the median squared distance tried when ``lengthscale='auto'``.
     H : float
-        Bag likelihood p(T_b | y_b) = H^{G_b}/(H + 1); larger means the max-rule is enforced harder.
+        Bag likelihood p(T_b | y_b) = H^{G_b}/(H + 1) (eq. 4); larger means the max-rule is
+        enforced harder. 100 as in the paper (§6); the released code uses 10¹².
     warmup : int
         Epochs with q(y_n) fixed at the bag label (π_n = T_b) before the MIL updates of π start:
         q(u) starts from the single-instance GP fit.
@@ -104,7 +105,7 @@ class VGPMILClassifier(MILClassifier):
     instance_threshold_ = 0.5
 
     def __init__(self, theta="gamma", alpha=1.0, beta=1.0, n_inducing=200, inducing_init="kmeans", variance=1.0,
-                 lengthscale="auto", lengthscale_grid=(0.25,), H=1e12, warmup=0, max_iter=100, tol=1e-5,
+                 lengthscale="auto", lengthscale_grid=(0.25,), H=100.0, warmup=0, max_iter=300, tol=1e-5,
                  early_stopping=True, validation_fraction=0.2, patience=10, refit=True, emax="max", damping=0.5,
                  pi_init="label", learn_kernel=False, kernel_bound="elbo", bag_rule="max",
                  predict_method="gh", n_samples=500, time_limit=None, blas_threads=1, random_state=0):
