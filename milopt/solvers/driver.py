@@ -54,6 +54,10 @@ class Backend:
     version: Callable[[], str]
     description: str = ""
     aliases: tuple = ()
+    #: False for a structure-aware backend that solves only some formulations of its classes
+    #: (e.g. ``bnb``): it is used when named, never chosen for ``auto`` or listed as capable
+    #: of a whole problem class
+    generic: bool = True
     _available: bool | None = field(default=None, repr=False)
 
     def available(self) -> bool:
@@ -87,7 +91,8 @@ def backends() -> dict[str, Backend]:
 
 def installed(cls: str | None = None, features=()) -> list[str]:
     """Names of installed backends (that solve ``cls`` with ``features`` when given)."""
-    return [n for n, b in backends().items() if b.available() and (cls is None or b.supports(cls, features))]
+    return [n for n, b in backends().items() if b.available()
+            and (cls is None or (b.generic and b.supports(cls, features)))]
 
 
 def get_backend(name: str) -> Backend:
@@ -206,6 +211,10 @@ def solve(model, solver: str = "auto", *, time_limit: float | None = None, mip_g
                           wall_time=time.perf_counter() - t0, solver_version=_safe(backend.version),
                           problem_class=cls, log=f"{type(exc).__name__}: {exc}",
                           extra={"error": f"{type(exc).__name__}: {exc}"})
+    if res.termination == Termination.INTERRUPTED:
+        # the solver caught Ctrl-C (SCIP installs its own SIGINT handler, so Python never sees
+        # it): stop the caller too rather than return a half-solved model as a result
+        raise KeyboardInterrupt(f"{backend.name} was interrupted")
     if raise_on_no_solution and not res.ok:
         raise NoSolutionError(f"{backend.name} returned no solution (termination: {res.termination}); "
                               "raise the time limit or check the model")

@@ -56,6 +56,27 @@ _STATUS = {
 }
 
 
+#: Ipopt's ApplicationReturnStatus names (IpReturnCodes_inc.h) with a short explanation
+_MESSAGES = {
+    0: "Solve_Succeeded: optimal solution found",
+    1: "Solved_To_Acceptable_Level: solved to the acceptable (looser) tolerances",
+    2: "Infeasible_Problem_Detected: the problem is (locally) infeasible",
+    3: "Search_Direction_Becomes_Too_Small: no further progress possible",
+    4: "Diverging_Iterates: the iterates diverge (unbounded problem?)",
+    5: "User_Requested_Stop: stopped by a callback (interrupted)",
+    6: "Feasible_Point_Found: a feasible point of a square problem",
+    -1: "Maximum_Iterations_Exceeded: iteration limit reached",
+    -2: "Restoration_Failed: the feasibility restoration phase failed",
+    -3: "Error_In_Step_Computation: the step could not be computed",
+    -4: "Maximum_CpuTime_Exceeded: CPU time limit reached",
+    -5: "Maximum_WallTime_Exceeded: wall-clock time limit reached",
+    -10: "Not_Enough_Degrees_Of_Freedom: more equality constraints than variables",
+    -11: "Invalid_Problem_Definition: the problem data are invalid",
+    -12: "Invalid_Option: an option value was rejected",
+    -13: "Invalid_Number_Detected: NaN or infinity in the problem functions",
+}
+
+
 def _ipopt_version() -> str:
     import cyipopt
 
@@ -155,8 +176,8 @@ def _run_ipopt(model, opts):
         prob.add_option("hessian_constant", "yes")
         prob.add_option("jac_c_constant", "yes")
         prob.add_option("jac_d_constant", "yes")
-        if opts["time_limit"] is not None:
-            prob.add_option("max_wall_time", float(opts["time_limit"]))
+        if opts["time_limit"] is not None:  # the extraction above counts against the limit
+            prob.add_option("max_wall_time", max(0.01, float(opts["time_limit"]) - (time.perf_counter() - t0)))
         for k, v in opts["options"].items():  # native options last: they override the defaults
             prob.add_option(str(k), v)
         x0 = _start_point(mf, bool(opts["warm_start"]))
@@ -191,6 +212,8 @@ def _run_ipopt(model, opts):
     iters = history[-1]["iteration"] if history else None
     msg = info.get("status_msg", b"")
     msg = msg.decode(errors="replace") if isinstance(msg, bytes) else str(msg)
+    if status in _MESSAGES and (not msg or msg.lower().startswith("unknown")):
+        msg = _MESSAGES[status]  # cyipopt has no text for some codes (e.g. -5, the wall-time limit)
     extra = {"ipopt_status": status, "ipopt_message": msg, "max_violation": viol, "solve_seconds": solve_wall,
              "extract_seconds": t1 - t0, "acceptable": status == 1, "mu_strategy": opts["options"].get("mu_strategy", "adaptive")}
     hist = tuple({**h, "time": h["time"] - t1} for h in history)
