@@ -404,11 +404,11 @@ def _plt():
 
 
 LINESTYLES = ["-", "--", "-.", ":"]
-MARKERS = ["o", "s", "^", "v", "D", "x", "+", "*", "P", "h", "<", ">"]
+MARKERS = ["o", "s", "^", "v", "D", "x", "+", "*", "P", "h", "<"]  # 11: coprime with the 4 line styles
 
 
 def contender_style(k: int) -> dict:
-    """Line style and marker of the k-th contender: 4 line styles x 12 markers, so that more
+    """Line style and marker of the k-th contender: 4 line styles x 11 markers (44 pairs), so that more
     than ten contenders stay apart without colour."""
     return {"linestyle": LINESTYLES[k % len(LINESTYLES)], "marker": MARKERS[k % len(MARKERS)]}
 
@@ -711,7 +711,7 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
     if plot_gap_over_time(df, refs, outdir / "gap_time.png"):
         files["gap_time"] = str(outdir / "gap_time.png")
     existing = read_solu(solu_in if solu_in is not None else outdir / "best.solu")
-    trusted = df[~df["failure"].str.contains("wrong optimum|not verified", regex=True)]
+    trusted = df[~df["failure"].str.contains("wrong optimum|not verified|no .sol verifies", regex=True)]
     entries, conflicts = solu_entries(trusted, existing)
     write_solu(outdir / "best.solu", entries)
     files["solu"] = str(outdir / "best.solu")
