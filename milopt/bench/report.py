@@ -218,8 +218,12 @@ def summary_table(df: pd.DataFrame, shift: float = SHIFT) -> pd.DataFrame:
                      if all_solved else float("nan")})
     out = pd.DataFrame(rows)
     if len(out):
-        best = out.groupby("kind")["sgm_time"].transform("min")
-        out.insert(out.columns.get_loc("sgm_time") + 1, "sgm_ratio", out["sgm_time"] / best)
+        # ratios as in Mittelmann's tables: over a common set of problems (sgm_common for solves)
+        base = out["sgm_time"].copy()
+        if "sgm_common" in out:
+            base = base.where(out["kind"] != "solve", out["sgm_common"])
+        best = base.groupby(out["kind"]).transform("min")
+        out.insert(out.columns.get_loc("sgm_time") + 1, "sgm_ratio", base / best)
     return out
 
 
@@ -739,7 +743,8 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
            "Unsolved runs are charged their time limit. sgm = shifted geometric mean (shift "
            f"{shift:g} s): `sgm_time` over the runs a contender was given, `sgm_common` over the problems every "
            "solve contender was given, `sgm_all_solved` over those every contender solved; `virtual best`: per "
-           "problem the fastest solved run; sgm_ratio relative to the best of its kind.", ""]
+           "problem the fastest solved run; sgm_ratio: `sgm_common` (solves) or `sgm_time` (fits) relative to the best "
+           "of its kind.", ""]
     solve_s = summ[summ["kind"] == "solve"].dropna(axis=1, how="all") if len(summ) else summ
     fit_s = summ[summ["kind"] == "fit"].dropna(axis=1, how="all") if len(summ) else summ
     if len(solve_s):
