@@ -46,8 +46,11 @@ Around a stability centre :math:`z` two bundles are kept,
 
 with :math:`g^{(2)}` the subgradient of :math:`f_2` at the centre (:math:`\alpha^{(2)} = 0`;
 the paper forces :math:`L(0)` to be this singleton); ``b2="all"`` (an option, not the paper's)
-instead minimises the full DC piecewise-affine model (eq. 10) by solving one QP per
-:math:`l \in L` (constraints shifted by :math:`+\alpha^{(2)}_l`) and keeping the best.  QP(I)
+instead minimises the difference of the two cutting-plane models,
+:math:`\max_i(g^{(1)\top}_i d - \alpha^{(1)}_i) - \max_l(g^{(2)\top}_l d - \alpha^{(2)}_l)
+= \min_l\max_i[\dots]` (an upper bound of eq. 10's :math:`\Gamma_k = \max_i\min_l[\dots]`), plus
+:math:`\tfrac12\lVert d\rVert^2`, by solving one QP per :math:`l \in L` (constraints shifted by
+:math:`+\alpha^{(2)}_l`) and keeping the best.  QP(I)
 is solved through its dual over the unit simplex (eqs. 11-12),
 :math:`\min_{\lambda\in\Delta}\ \tfrac12\lVert\sum_i\lambda_i a_i\rVert^2 + \sum_i\lambda_i\alpha_i`,
 :math:`a_i = g_i^{(1)} - g^{(2)}`, by an exact primal active-set method (:func:`simplex_qp`);
@@ -461,7 +464,8 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
         centre's subgradient (§4); ``extra['restarts']`` counts the restarts of B1.
     b2 : {'current', 'all'}
         'current': QP(I) with the f2 subgradient at the centre (the paper's QP(I));
-        'all': one QP per element of B2, keep the best (the full DC piecewise-affine model).
+        'all': one QP per element of B2, keep the best (minimises the difference of the two
+        cutting-plane models; not the paper's).
     max_iter : int, optional
         Cap on main iterations (default: unlimited, the evaluation budget governs).
     history : bool
