@@ -6,9 +6,9 @@ Stable contract (users script against it):
 * ``milopt info DATA [--json]`` -> bags, positive_bags, instances, features
 * ``milopt list [--json]`` -> methods, formulations, solvers, generators
 * ``milopt fit METHOD --data DATA [--set k=v ...] [--cv K] [--seed S] [--json]``
-* ``milopt solve FORMULATION --data DATA --solver S [--time-limit T] [--gap G] [--warm-start] [--set ...] [--json]``
+* ``milopt solve FORMULATION --data DATA --solver S [--time-limit T] [--gap G] [--warm-start | --no-warm-start] [--set ...] [--json]``
 * ``milopt export FORMULATION --data DATA -o FILE.mps|FILE.lp[.gz] [--set ...] [--json]``
-* ``milopt study kent-yu [--out DIR] [--replicates N] [--quick] [--json]``
+* ``milopt study kent-yu [--out DIR] [--replicates N] [--quick] [--full] [--json]``
 * ``milopt bench`` / ``milopt report`` / ``milopt export-library`` (benchmark harness)
 
 DATA is a shipped name (``musk1``, ``musk2``), a path to a headerless MIL CSV, or a generator
@@ -30,25 +30,15 @@ PLUGINS = ["milopt.bench.cli"]
 
 
 def _json_default(o):
-    import numpy as np
+    from milopt.jsonutil import default
 
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return None if not np.isfinite(o) else float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
+    return default(o)
 
 
 def _clean(o):
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if isinstance(o, dict):
-        return {k: _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    return o
+    from milopt.jsonutil import clean
+
+    return clean(o)
 
 
 def emit(obj, as_json: bool, text: str | None = None) -> None:
@@ -303,6 +293,8 @@ def cmd_study(args) -> int:
         kw["replicates"] = args.replicates
     if args.quick:
         kw["quick"] = True
+    if getattr(args, "full", False):
+        kw["full"] = True
     res = study.kent_yu_study(**kw)
     emit(res, args.json, None if args.json else json.dumps(_clean(res), default=_json_default, indent=2))
     return 0
@@ -315,6 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     from milopt import __version__
 
     p.add_argument("--version", action="version", version=f"milopt {__version__}")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE",
+                   help="a .py file or module that registers formulations, methods, backends (repeatable)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -361,8 +355,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--gap", type=float, default=None)
     sp.add_argument("--threads", type=int, default=None)
     sp.add_argument("--verbose", action="store_true")
-    sp.add_argument("--warm-start", action="store_true", dest="warm_start",
-                    help="start from the formulation's cheap feasible point (e.g. a linear SVM for misvm-bigm)")
+    sp.add_argument("--warm-start", action="store_const", const=True, default=None, dest="warm_start",
+                    help="start from the formulation's cheap feasible point (e.g. a linear SVM for misvm-bigm, "
+                         "which does so by default)")
+    sp.add_argument("--no-warm-start", action="store_const", const=False, dest="warm_start",
+                    help="cold start (same as --set warm_start=false where the formulation has that key)")
     sp.set_defaults(func=cmd_solve)
 
     sp = sub.add_parser("export", help="write a formulation to .mps / .lp (optionally .gz)")
@@ -376,6 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", default="kent-yu-study")
     sp.add_argument("--replicates", type=int, default=None)
     sp.add_argument("--quick", action="store_true")
+    sp.add_argument("--full", action="store_true", help="the paper's protocol: 12 size settings x 100 replicates")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_study)
 
@@ -411,6 +409,13 @@ def _blame_key(args, msg: str) -> str | None:
 def main(argv=None) -> int:
     from milopt.errors import MiloptError
 
+    try:
+        from milopt.plugins import argv_plugins, load_all
+
+        load_all(argv_plugins(sys.argv[1:] if argv is None else argv))
+    except MiloptError as exc:
+        print(f"milopt: error: {exc}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

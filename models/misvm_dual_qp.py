@@ -1,7 +1,7 @@
 r"""Dual QP of the MI-SVM subproblem for a fixed witness selection (Kent & Yu eq. 3; Andrews et al.).
 
-Kent, S. and Yu, M., "Non-convex SVM for multiple instance learning with distributional
-instances" (eq. 3 and eq. 4); Andrews, Tsochantaridis & Hofmann, "Support vector machines
+Kent, S. and Yu, M., "Non-convex SVM for cancer diagnosis based on morphologic features of
+tumor microenvironment" (eq. 3 and eq. 4); Andrews, Tsochantaridis & Hofmann, "Support vector machines
 for multiple-instance learning", NIPS 2002 (MI-SVM).
 
 For a selection *s* of one witness per positive bag the effective set is

@@ -16,6 +16,7 @@ GENERATOR_MODULES = [
     "milopt.data.generators",
     "milopt.data.gen_multiclass",
     "milopt.data.gen_cad",
+    "milopt.data.gen_subset",
 ]
 
 

@@ -89,7 +89,8 @@ class VGPMILClassifier(MILClassifier):
 
     def __init__(self, theta="gamma", alpha=1.0, beta=1.0, n_inducing=200, inducing_init="kmeans", variance=1.0,
                  lengthscale="auto", lengthscale_grid=(0.25,), H=1e12, warmup=0, max_iter=100, tol=1e-5,
-                 validation_fraction=0.2, patience=10, refit=True, learn_kernel=False, bag_rule="max",
+                 early_stopping=True, validation_fraction=0.2, patience=10, refit=True, emax="max", damping=0.5,
+                 pi_init="label", learn_kernel=False, kernel_bound="elbo", bag_rule="max",
                  predict_method="gh", n_samples=500, time_limit=None, blas_threads=1, random_state=0):
         self.theta = theta
         self.alpha = alpha
@@ -103,10 +104,15 @@ class VGPMILClassifier(MILClassifier):
         self.warmup = warmup
         self.max_iter = max_iter
         self.tol = tol
+        self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.refit = refit
+        self.emax = emax
+        self.damping = damping
+        self.pi_init = pi_init
         self.learn_kernel = learn_kernel
+        self.kernel_bound = kernel_bound
         self.bag_rule = bag_rule
         self.predict_method = predict_method
         self.n_samples = n_samples
@@ -145,8 +151,9 @@ class VGPMILClassifier(MILClassifier):
                           H=float(self.H), theta=self.theta, alpha=float(self.alpha), beta=float(self.beta),
                           max_iter=int(max_iter), tol=self.tol if tol is None else tol, warmup=int(self.warmup),
                           validation=validation, patience=int(self.patience), bag_rule=self.bag_rule,
-                          learn_kernel=bool(self.learn_kernel), time_limit=self.time_limit,
-                          random_state=self.random_state)
+                          emax=self.emax, damping=float(self.damping), pi_init=self.pi_init,
+                          learn_kernel=_as_bool(self.learn_kernel, "learn_kernel"), kernel_bound=self.kernel_bound,
+                          time_limit=self.time_limit, random_state=self.random_state)
 
     # ------------------------------------------------------------------ fit
     def _fit(self, bags: Bags):
@@ -176,7 +183,8 @@ class VGPMILClassifier(MILClassifier):
                 raise InvalidParameterError(f"lengthscale_grid: expected positive multipliers, got {self.lengthscale_grid!r}")
         else:
             candidates = [float(self.lengthscale)]
-        use_val = float(self.validation_fraction) > 0 and bags.n_bags >= 10
+        use_val = (_as_bool(self.early_stopping, "early_stopping") and float(self.validation_fraction) > 0
+                   and bags.n_bags >= 10)
         selection = []
         chosen_l, chosen_epochs = candidates[len(candidates) // 2], int(self.max_iter)
         inner_model = None
@@ -265,6 +273,17 @@ class VGPMILClassifier(MILClassifier):
 
     def predict(self, bags) -> np.ndarray:
         return np.where(self.decision_function(bags) > 0.0, self.classes_[-1], self.classes_[0])
+
+
+def _as_bool(value, name):
+    """A boolean parameter that may arrive from the CLI as a string (``--set early_stopping=false``)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
+        return value.strip().lower() in ("true", "1", "yes", "on")
+    raise InvalidParameterError(f"{name}: expected true or false, got {value!r}")
 
 
 def _segment_argmax(values, ptr):

@@ -201,3 +201,5 @@ try:  # SCIP through PySCIPOpt directly: indicator constraints (see scip_native.
 except ModuleNotFoundError as _exc:  # pragma: no cover
     if _exc.name != "milopt.solvers.scip_native":
         raise
+
+import milopt.solvers.bnb  # noqa: F401,E402  (registers the MI-SVM branch and bound "bnb")
