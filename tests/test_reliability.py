@@ -282,7 +282,8 @@ def test_bad_set_value_names_the_key(capsys, item):
 
 def test_time_limit_text_names_the_key(capsys):
     code, _, err = run(capsys, "fit", "misvm-miqp", "--data", SMALL, "--set", "time_limit=abc")
-    assert code == 2 and "time_limit=abc" in one_error_line(err)
+    line = one_error_line(err)
+    assert code == 2 and "time_limit" in line and "abc" in line
 
 
 def test_messages_show_plain_values():
