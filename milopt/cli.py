@@ -444,6 +444,14 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("milopt: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into a command that stopped reading (e.g. `| head`)
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 0
     except FileNotFoundError as exc:
         print(f"milopt: error: file not found: {exc.filename}", file=sys.stderr)
         return 2
