@@ -267,8 +267,11 @@ def cmd_solve(args) -> int:
                     warm_start=args.warm_start)
     keys = ["solver", "solver_version", "problem_class", "termination", "status", "objective", "bound", "gap",
             "wall_time", "iterations", "nodes", "build_seconds"]
-    lines = [f"{args.formulation} on {res['data']['name']}: " +
-             ", ".join(f"{k}={v}" for k, v in res["model_size"].items())]
+    if res.get("data") and res.get("model_size"):
+        lines = [f"{args.formulation} on {res['data']['name']}: " +
+                 ", ".join(f"{k}={v}" for k, v in res["model_size"].items())]
+    else:  # the time limit passed before the model was built
+        lines = [f"{args.formulation} on {args.data}: {(res.get('extra') or {}).get('message', 'not built')}"]
     lines += [f"  {k}: {_fmt(res.get(k))}" for k in keys]
     emit(res, args.json, "\n".join(lines))
     if res.get("termination") in ("error", "unknown"):

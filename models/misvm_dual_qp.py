@@ -147,8 +147,9 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
         add_linear_rows(m, "cap", A, avars, lb=0.0, ub=caps[multi], index=multi.tolist())
     if form == "matrix":
         # max Σα - ½ αᵀQα with Q = (y yᵀ) ∘ K_EE, held as matrices (models._linear.add_quadratic_objective)
-        Q = KE * np.outer(y, y)
-        add_quadratic_objective(m, "obj", avars, c=np.ones(n), Q=-Q, sense=pe.maximize)
+        negQ = np.outer(-y, y)
+        negQ *= KE                                   # -Q in one n x n array (no temporaries)
+        add_quadratic_objective(m, "obj", avars, c=np.ones(n), Q=negQ, sense=pe.maximize)
         quad = None
     lin = pe.quicksum(avars) if form != "matrix" else None
     if form == "factor":
