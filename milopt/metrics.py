@@ -8,7 +8,6 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score, roc_auc_score
 from sklearn.model_selection import StratifiedKFold
-from sklearn.preprocessing import StandardScaler
 
 from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError
@@ -80,31 +79,11 @@ def bag_folds(bags: Bags, k: int = 10, seed: int = 0, shuffle: bool = True) -> I
 
 
 def standardize(train: Bags, *others: Bags):
-    """Fit a StandardScaler on the training instances only and apply it to every set.
+    """Standardise with the training instances' statistics only and apply them to every set
+    (:func:`milopt.numerics.standardize`; constant features get scale 1)."""
+    from milopt.numerics import standardize as _standardize
 
-    Constant features get scale 1 (scikit-learn's convention)."""
-    import warnings
-
-    with warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        sc = StandardScaler().fit(train.X)
-        bad = ~(np.isfinite(sc.mean_) & np.isfinite(sc.var_) & np.isfinite(sc.scale_))
-        if bad.any():
-            c = int(np.flatnonzero(bad)[0])
-            big = float(np.max(np.abs(train.X[:, c])))
-            raise InvalidDataError(
-                f"feature column {c}: values up to {big:.3g} overflow while standardising (its variance is not a "
-                "finite float); rescale that column (e.g. to units near 1) or turn scaling off (--set scale=false)")
-        Xs = [sc.transform(b.X) for b in (train, *others)]
-    for k, Z in enumerate(Xs):
-        if not np.all(np.isfinite(Z)):
-            c = int(np.argwhere(~np.isfinite(Z))[0][1])
-            raise InvalidDataError(
-                f"feature column {c}: standardising with the training statistics overflows on the "
-                f"{'training' if k == 0 else 'held-out'} bags (values far outside the training range); rescale "
-                "that column or turn scaling off (--set scale=false)")
-    res = [b.with_X(Z) for b, Z in zip((train, *others), Xs)]
-    return res if others else res[0]
+    return _standardize(train, *others)
 
 
 def cross_validate(estimator, bags: Bags, k: int = 10, seed: int = 0, scale: bool = True) -> dict:
