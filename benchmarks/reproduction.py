@@ -1,0 +1,288 @@
+"""Reproduction table: every fit method on MUSK1 / MUSK2 with nested-CV-tuned hyper-parameters.
+
+Protocol (one row per method and data set):
+
+* outer loop: stratified K-fold over bags (``milopt.metrics.bag_folds``, ``--folds`` 10, seed
+  ``--seed`` 0: the folds of ``milopt fit METHOD --cv 10 --seed 0``);
+* on each outer training set: scikit-learn's ``GridSearchCV`` over ``--grid`` with a stratified
+  ``--inner-folds``-fold split of the *training bags only* (shuffled, same seed), scored by bag
+  accuracy; the best values are refitted on the whole outer training set;
+* the estimator is ``milopt.estimator(METHOD, **fixed)`` -- the one ``milopt fit METHOD`` uses,
+  a pipeline whose first step standardises the features with the statistics of the bags it is
+  fitted on (so every inner and outer training set is scaled with its own statistics);
+* the refitted model is scored once on the held-out outer fold: bag accuracy and bag AUC; the
+  table reports mean ± standard deviation over the outer folds and the mean seconds of the
+  refit (one fit on an outer training set with the chosen values).
+
+Per-fold rows are appended to ``--out`` (CSV) as soon as they are measured, so an interrupted
+run still makes a table; a rerun skips the (data, method, fold) rows the CSV already holds.
+``--table`` prints the Markdown table from the CSV.
+
+Budget controls for a loaded machine: ``--methods``, ``--data``, ``--folds``, ``--inner-folds``,
+``--grid METHOD:key=v1,v2[;key=...]`` (replaces the default grid of METHOD; repeatable),
+``--set METHOD:key=value`` (fixed values), ``--time-limit S`` (passed as ``time_limit`` to every
+method that has one: it bounds each solve), ``--method-budget S`` (stop a method on a data set
+once its folds have used S seconds of wall time; the folds not run are reported as such).
+
+Usage::
+
+    python benchmarks/reproduction.py --out results.csv                 # everything (hours)
+    python benchmarks/reproduction.py --data musk1 --methods sil,mi-svm-heuristic --out r.csv
+    python benchmarks/reproduction.py --table --out r.csv               # Markdown from the CSV
+    python benchmarks/reproduction.py --data 'gen:gaussian?bags=40' --folds 2 --inner-folds 2 \\
+        --methods sil --grid 'sil:C=1,10' --out /tmp/r.csv             # a smoke test
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+import milopt
+from milopt.estimators.registry import methods as registered_methods
+from milopt.metrics import bag_folds, evaluate
+from milopt.params import parse_bool  # noqa: F401  (typed via milopt.estimator)
+
+#: fixed values per method (the model that is tuned); strings are typed by milopt.estimator
+FIXED = {
+    "sil": {"kernel": "rbf"},
+    "misvm-heuristic": {"kernel": "rbf"},
+    "mi-svm-heuristic": {"kernel": "rbf"},
+    "pdmisvm": {},
+    "misvm-miqp": {},
+    "dcmil": {},
+    "dcmil-dca": {},
+    "svm-l1": {},
+    "psvm": {},
+    "vgpmil": {},
+    "g-vgpmil": {},
+}
+
+#: default grids (small: the full grids of the papers are out of reach of a shared 2-core machine)
+GRIDS = {
+    "sil": {"C": [1.0, 10.0, 100.0]},
+    "misvm-heuristic": {"C": [1.0, 10.0, 100.0]},
+    "mi-svm-heuristic": {"C": [1.0, 10.0, 100.0]},
+    "pdmisvm": {"C": [0.1, 1.0, 10.0]},
+    "misvm-miqp": {"C": [1.0]},
+    "dcmil": {"C": [0.1, 1.0, 10.0]},
+    "dcmil-dca": {"C": [1.0]},
+    "svm-l1": {"nu": [0.1, 1.0, 10.0]},
+    "psvm": {"nu": [0.1, 1.0, 10.0]},
+    "vgpmil": {"n_inducing": [100, 200]},
+    "g-vgpmil": {"n_inducing": [100, 200]},
+}
+
+FIELDS = ["data", "method", "fold", "status", "bag_accuracy", "bag_auc", "fit_seconds", "search_seconds",
+          "inner_accuracy", "best_params", "fixed", "grid", "inner_folds", "folds", "seed", "termination"]
+
+
+def _typed(v: str):
+    low = v.strip().lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        f = float(v)
+    except ValueError:
+        return v.strip()
+    return int(f) if f.is_integer() and "." not in v and "e" not in low else f
+
+
+def parse_method_kv(items, what):
+    """``["sil:C=1,10;gamma=0.01"]`` -> {"sil": {"C": [1, 10], "gamma": [0.01]}}."""
+    out: dict[str, dict] = {}
+    for it in items or []:
+        if ":" not in it:
+            raise SystemExit(f"error: {what} {it!r}: expected METHOD:key=value (e.g. sil:C=1,10)")
+        name, rest = it.split(":", 1)
+        d = out.setdefault(name.strip(), {})
+        for part in rest.split(";"):
+            if not part.strip():
+                continue
+            if "=" not in part:
+                raise SystemExit(f"error: {what} {it!r}: expected key=value after the method name")
+            k, v = part.split("=", 1)
+            vals = [_typed(x) for x in v.split(",")] if what == "--grid" else _typed(v)
+            d[k.strip()] = vals
+    return out
+
+
+def applicable(spec, bags) -> str | None:
+    """Why a method cannot run on ``bags`` (None when it can)."""
+    if "coords" in spec.needs and bags.coords is None:
+        return "needs instance coordinates (batch methods)"
+    if "samples" in spec.needs and bags.samples is None:
+        return "needs distributional instances (samples)"
+    return None
+
+
+def done_keys(path):
+    if not os.path.exists(path):
+        return set()
+    with open(path, newline="") as fh:
+        return {(r["data"], r["method"], r["fold"]) for r in csv.DictReader(fh)}
+
+
+def append(path, row):
+    new = not os.path.exists(path) or os.path.getsize(path) == 0
+    with open(path, "a", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        if new:
+            w.writeheader()
+        w.writerow({k: row.get(k, "") for k in FIELDS})
+        fh.flush()
+
+
+def one_fold(name, fixed, grid, Btr, Bte, inner, seed):
+    """GridSearchCV on the training bags only, refit, score the held-out bags."""
+    est = milopt.estimator(name, seed=seed, **fixed)
+    prefix = "model__" if hasattr(est, "steps") else ""
+    pgrid = {prefix + k: v for k, v in grid.items()}
+    cv = StratifiedKFold(inner, shuffle=True, random_state=seed)
+    t0 = time.perf_counter()
+    gs = GridSearchCV(est, pgrid, cv=cv, refit=True, error_score=np.nan, n_jobs=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gs.fit(Btr, Btr.y)
+    search_s = time.perf_counter() - t0
+    m = evaluate(gs.best_estimator_, Bte)
+    final = gs.best_estimator_.steps[-1][1] if prefix else gs.best_estimator_
+    info = getattr(final, "fit_info_", None) or {}
+    best = {k[len(prefix):]: v for k, v in gs.best_params_.items()}
+    return {"bag_accuracy": m["bag_accuracy"], "bag_auc": m["bag_auc"], "fit_seconds": gs.refit_time_,
+            "search_seconds": search_s, "inner_accuracy": float(gs.best_score_),
+            "best_params": json.dumps(best), "termination": info.get("termination", "")}
+
+
+def run(args):
+    specs = registered_methods()
+    names = args.methods.split(",") if args.methods else list(FIXED)
+    grids_cli = parse_method_kv(args.grid, "--grid")
+    sets_cli = parse_method_kv(args.set, "--set")
+    done = done_keys(args.out)
+    for data in args.data.split(","):
+        bags = milopt.load(data)
+        folds = list(bag_folds(bags, args.folds, args.seed))
+        for name in names:
+            if name not in specs:
+                raise SystemExit(f"error: unknown method {name!r}; available: {', '.join(sorted(specs))}")
+            spec = specs[name]
+            why = applicable(spec, bags)
+            if why:
+                if (data, name, "-") not in done:
+                    append(args.out, {"data": data, "method": name, "fold": "-", "status": f"not applicable: {why}"})
+                print(f"{data} {name}: not applicable ({why})", flush=True)
+                continue
+            fixed = {**FIXED.get(name, {}), **sets_cli.get(name, {})}
+            if args.time_limit is not None and "time_limit" in spec.params:
+                fixed.setdefault("time_limit", args.time_limit)
+            grid = grids_cli.get(name, GRIDS.get(name, {}))
+            used = 0.0
+            for f, (tr, te) in enumerate(folds):
+                if (data, name, str(f)) in done:
+                    continue
+                base = {"data": data, "method": name, "fold": f, "fixed": json.dumps(fixed),
+                        "grid": json.dumps(grid), "inner_folds": args.inner_folds, "folds": args.folds,
+                        "seed": args.seed}
+                if args.method_budget is not None and used > args.method_budget:
+                    append(args.out, {**base, "status": f"skipped: method budget {args.method_budget:g} s used"})
+                    print(f"{data} {name} fold {f}: skipped (budget)", flush=True)
+                    continue
+                t0 = time.perf_counter()
+                try:
+                    row = one_fold(name, fixed, grid, bags.subset(tr), bags.subset(te), args.inner_folds, args.seed)
+                    status = "ok"
+                except KeyboardInterrupt:
+                    raise
+                except Exception as exc:  # a failing method is a row of the table, not the end of the run
+                    row, status = {}, f"error: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                used += time.perf_counter() - t0
+                append(args.out, {**base, **row, "status": status})
+                if status == "ok":
+                    print(f"{data} {name} fold {f}: acc={row['bag_accuracy']:.3f} auc={row['bag_auc']:.3f} "
+                          f"refit={row['fit_seconds']:.1f}s search={row['search_seconds']:.0f}s "
+                          f"best={row['best_params']} {row['termination']}", flush=True)
+                else:
+                    print(f"{data} {name} fold {f}: {status}", flush=True)
+
+
+def _f(x):
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def table(path) -> str:
+    """Markdown: one row per (data, method) from the per-fold CSV."""
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    order, groups = [], {}
+    for r in rows:
+        key = (r["data"], r["method"])
+        if key not in groups:
+            order.append(key)
+            groups[key] = []
+        groups[key].append(r)
+    lines = ["| data | method | folds run | bag accuracy | bag AUC | s / fit | chosen values (folds) | note |",
+             "|---|---|---|---|---|---|---|---|"]
+    for key in sorted(order, key=lambda k: (k[0], order.index(k))):
+        g = groups[key]
+        ok = [r for r in g if r["status"] == "ok"]
+        if not ok:
+            lines.append(f"| {key[0]} | {key[1]} | 0 | – | – | – | – | {g[0]['status']} |")
+            continue
+        acc = np.array([_f(r["bag_accuracy"]) for r in ok])
+        auc = np.array([_f(r["bag_auc"]) for r in ok])
+        fit = np.array([_f(r["fit_seconds"]) for r in ok])
+        chosen: dict[str, int] = {}
+        for r in ok:
+            b = json.loads(r["best_params"] or "{}")
+            s = ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in b.items())
+            chosen[s] = chosen.get(s, 0) + 1
+        ch = "; ".join(f"{k} ({n})" for k, n in sorted(chosen.items(), key=lambda t: -t[1])) or "–"
+        notes = sorted({r["status"] for r in g if r["status"] != "ok"})
+        terms = sorted({r["termination"] for r in ok if r.get("termination")})
+        note = "; ".join(notes + ([f"termination: {', '.join(terms)}"] if terms else []))
+        k = int(ok[0]["folds"])
+        lines.append(f"| {key[0]} | {key[1]} | {len(ok)}/{k} | {np.nanmean(acc):.3f} ± {np.nanstd(acc):.3f} | "
+                     f"{np.nanmean(auc):.3f} ± {np.nanstd(auc):.3f} | {np.nanmean(fit):.2f} | {ch} | {note} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--methods", default=None, help="comma-separated method names (default: every registered one)")
+    ap.add_argument("--data", default="musk1,musk2", help="comma-separated DATA (default musk1,musk2)")
+    ap.add_argument("--folds", type=int, default=10, help="outer folds (default 10)")
+    ap.add_argument("--inner-folds", type=int, default=3, help="inner folds of the grid search (default 3)")
+    ap.add_argument("--grid", action="append", help="METHOD:key=v1,v2[;key=...] replaces METHOD's default grid")
+    ap.add_argument("--set", action="append", help="METHOD:key=value fixed value (repeatable)")
+    ap.add_argument("--time-limit", type=float, default=None, help="time_limit of every method that has one (s)")
+    ap.add_argument("--method-budget", type=float, default=None,
+                    help="wall seconds per (data, method); later folds are skipped once used")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="reproduction.csv", help="per-fold CSV, appended to (default reproduction.csv)")
+    ap.add_argument("--table", action="store_true", help="only print the Markdown table of --out")
+    args = ap.parse_args(argv)
+    if args.methods is None and not args.table:
+        args.methods = ",".join(n for n in registered_methods())
+    if not args.table:
+        run(args)
+    print(table(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
