@@ -130,7 +130,8 @@ def done_keys(path):
     if not os.path.exists(path):
         return set()
     with open(path, newline="") as fh:
-        return {(r["data"], r["method"], r["fold"]) for r in csv.DictReader(fh)}
+        return {(r["data"], r["method"], r["fold"]) for r in csv.DictReader(fh)
+                if not r["status"].startswith("skipped")}  # skipped folds are run by a rerun
 
 
 def append(path, row):
@@ -150,17 +151,23 @@ def one_fold(name, fixed, grid, Btr, Bte, inner, seed):
     pgrid = {prefix + k: v for k, v in grid.items()}
     cv = StratifiedKFold(inner, shuffle=True, random_state=seed)
     t0 = time.perf_counter()
-    gs = GridSearchCV(est, pgrid, cv=cv, refit=True, error_score=np.nan, n_jobs=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        gs.fit(Btr, Btr.y)
+        if all(len(v) == 1 for v in pgrid.values()):  # nothing to choose: no inner CV, one fit
+            best_est = est.set_params(**{k: v[0] for k, v in pgrid.items()}).fit(Btr, Btr.y)
+            refit_s, inner_acc, best_params = time.perf_counter() - t0, "", {k: v[0] for k, v in pgrid.items()}
+        else:
+            gs = GridSearchCV(est, pgrid, cv=cv, refit=True, error_score=np.nan, n_jobs=None)
+            gs.fit(Btr, Btr.y)
+            best_est, refit_s, inner_acc, best_params = (gs.best_estimator_, gs.refit_time_, float(gs.best_score_),
+                                                         gs.best_params_)
     search_s = time.perf_counter() - t0
-    m = evaluate(gs.best_estimator_, Bte)
-    final = gs.best_estimator_.steps[-1][1] if prefix else gs.best_estimator_
+    m = evaluate(best_est, Bte)
+    final = best_est.steps[-1][1] if prefix else best_est
     info = getattr(final, "fit_info_", None) or {}
-    best = {k[len(prefix):]: v for k, v in gs.best_params_.items()}
-    return {"bag_accuracy": m["bag_accuracy"], "bag_auc": m["bag_auc"], "fit_seconds": gs.refit_time_,
-            "search_seconds": search_s, "inner_accuracy": float(gs.best_score_),
+    best = {k[len(prefix):]: v for k, v in best_params.items()}
+    return {"bag_accuracy": m["bag_accuracy"], "bag_auc": m["bag_auc"], "fit_seconds": refit_s,
+            "search_seconds": search_s, "inner_accuracy": inner_acc,
             "best_params": json.dumps(best), "termination": info.get("termination", "")}
 
 
@@ -240,6 +247,8 @@ def table(path) -> str:
     for key in sorted(order, key=lambda k: (k[0], order.index(k))):
         g = groups[key]
         ok = [r for r in g if r["status"] == "ok"]
+        measured = {r["fold"] for r in g if not r["status"].startswith("skipped")}
+        g = [r for r in g if not (r["status"].startswith("skipped") and r["fold"] in measured)]
         if not ok:
             lines.append(f"| {key[0]} | {key[1]} | 0 | – | – | – | – | {g[0]['status']} |")
             continue
