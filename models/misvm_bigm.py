@@ -59,8 +59,9 @@ import pyomo.environ as pe
 import scipy.sparse as sp
 from pyomo.common.gc_manager import PauseGC
 
+from milopt import numerics as _numerics
 from milopt.data.bags import Bags
-from milopt.errors import InvalidParameterError, positive_number
+from milopt.errors import InvalidParameterError
 from milopt.models._linear import add_linear_rows, var_list
 from milopt.segments import expand, segment_max, segment_mean
 
@@ -101,20 +102,8 @@ def problem_class(norm: str = "l2", disjunction: str = "bigm", **unused):
 
 
 def bag_costs(bags: Bags, C: float, class_weight="kent-yu") -> np.ndarray:
-    """Per-bag cost C_I (see module docstring)."""
-    C = positive_number("C", C)
-    pos = bags.y == 1
-    n_pos_bags = int(pos.sum())
-    if class_weight in (None, "none", "None", False):
-        return np.full(bags.n_bags, float(C))
-    if class_weight == "kent-yu":
-        n_neg_inst = int(np.sum(~pos[bags.bag_index]))
-        w_neg = n_pos_bags / max(n_neg_inst, 1)
-        return np.where(pos, C, C * w_neg)
-    if class_weight == "balanced":
-        nb = bags.n_bags
-        return np.where(pos, C * nb / (2 * max(n_pos_bags, 1)), C * nb / (2 * max(nb - n_pos_bags, 1)))
-    raise InvalidParameterError(f"class_weight: expected 'kent-yu', 'balanced' or 'none', got {class_weight!r}")
+    """Per-bag cost C_I (see module docstring; :func:`milopt.numerics.bag_costs`)."""
+    return _numerics.bag_costs(bags, C, class_weight)
 
 
 def trivial_upper_bound(costs: np.ndarray, y: np.ndarray) -> float:
@@ -598,19 +587,11 @@ def decode(model) -> dict:
 
 
 def objective_value(bags: Bags, w, b, C=1.0, class_weight="kent-yu", norm: str = "l2") -> float:
-    """MI-SVM objective of (w, b) with optimal slacks for that (w, b).
+    """MI-SVM objective of (w, b) with optimal slacks for that (w, b) (:func:`milopt.numerics.misvm_objective`).
 
     ``norm="l2"``: ½‖w‖² + Σ C_I ξ_I; ``norm="l1"``: ‖w‖₁ + Σ C_I ξ_I.
     """
-    costs = bag_costs(bags, C, class_weight)
-    w = np.asarray(w, dtype=float)
-    s = bags.X @ w + b
-    ptr = bags.bag_ptr
-    mx = segment_max(s, ptr)
-    pos = bags.y == 1
-    xi = np.where(pos, np.maximum(0.0, 1.0 - mx), np.maximum(0.0, 1.0 + mx))
-    reg = float(np.abs(w).sum()) if str(norm).lower() == "l1" else float(0.5 * np.dot(w, w))
-    return reg + float(np.dot(costs, xi))
+    return _numerics.misvm_objective(bags, w, b, C, class_weight, norm)
 
 
 def warm_start(model, w, b) -> None:

@@ -136,7 +136,7 @@ def formulation_method(name: str) -> MethodSpec | None:
 
     if name not in models.names():
         return None
-    from milopt.estimators.formulation import FormulationClassifier, classifier_class
+    from milopt.estimators.formulation import classifier_class
 
     f = models.formulation(name)
     cls = classifier_class(f)
