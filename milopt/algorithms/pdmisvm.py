@@ -252,11 +252,9 @@ def _resolve_gamma(gamma, X):
 
 def kernel_matrix(A, B, kernel="rbf", gamma=1.0):
     """Linear ``A B'`` or RBF ``exp(-gamma ||a - b||^2)`` kernel matrix, shape (len(A), len(B))."""
-    if kernel == "linear":
-        return A @ B.T
-    from sklearn.metrics.pairwise import rbf_kernel
+    from milopt.features.kernels import kernel_matrix as _kernel_matrix
 
-    return rbf_kernel(A, B, gamma=gamma)
+    return _kernel_matrix(A, B, kernel, gamma)
 
 
 def kernel_features(X, kernel="rbf", gamma="auto", n_components=None, random_state=0, rel_tol=1e-10,

@@ -146,14 +146,11 @@ def make_gsm(theta="pg", alpha=1.0, beta=2.5) -> GSM:
 # ---------------------------------------------------------------------------------------------
 def rbf_kernel(X, Y, variance=1.0, lengthscale=1.0):
     r""":math:`v\exp(-\lVert x-y\rVert^2/(2l))` between the rows of X (n, d) and Y (m, d) -> (n, m)."""
-    X = np.asarray(X, dtype=float)
-    Y = np.asarray(Y, dtype=float)
-    d2 = (X * X).sum(1)[:, None] + (Y * Y).sum(1)[None, :] - 2.0 * (X @ Y.T)
-    np.maximum(d2, 0.0, out=d2)
-    d2 *= -0.5 / lengthscale
-    np.exp(d2, out=d2)
-    d2 *= variance
-    return d2
+    from milopt.features.kernels import kernel_matrix
+
+    K = kernel_matrix(X, Y, "rbf", 0.5 / lengthscale)
+    K *= variance
+    return K
 
 
 def median_sq_distance(X, n_max=1000, random_state=0) -> float:
