@@ -108,8 +108,9 @@ BUILTIN_BACKENDS = ["milopt.solvers.builtin", "milopt.solvers.ipopt_backend", "m
 
 def backends() -> dict[str, Backend]:
     """Registered backends by name (installed or not)."""
-    for mod in BUILTIN_BACKENDS:
-        importlib.import_module(mod)
+    from milopt.plugins import import_all
+
+    import_all(BUILTIN_BACKENDS)
 
     return {n: b for n, b in _BACKENDS.items() if n == b.name}
 
