@@ -63,28 +63,30 @@ from milopt import numerics as _numerics
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.models._linear import add_linear_rows, var_list
+from milopt.params import Bool, Choice, Float, ParamSet, Str
 from milopt.segments import expand, segment_max, segment_mean
 
 PROBLEM_CLASS = "MIQP"
 
-#: keys accepted from the command line: name -> (type, default, help)
-PARAMS = {
-    "C": (float, 1.0, "misclassification cost"),
-    "class_weight": (str, "kent-yu", "kent-yu | balanced | none"),
-    "big_m": (str, "valid", "valid (provable, per instance) | mildsvm (100 x sum of column mean |x|) | a number"),
-    "norm": (str, "l2", "l2 (1/2 ||w||^2: MIQP) | l1 (||w||_1 through v >= +-w: MILP)"),
-    "disjunction": (str, "bigm", "bigm (L zeta) | sos1 (SOS1 over slack s_i and 1 - zeta_i; SCIP) | "
-                                 "indicator (zeta_i = 0 => margin row; solver scip-native)"),
-    "warm_start": (bool, True, "start from a cheap incumbent (linear SVM on instances, improved by the MI-SVM "
-                               "alternation); its objective F tightens the big-M and the strengthening "
-                               "(default of milopt solve; false: cold start)"),
-    "strengthen": (str, "none", "none | all | any of bounds,reduce joined by ',' or '+': incumbent bounds on "
-                                "w, b, xi and the big-M they imply; removal of instances inside their bag's "
-                                "convex hull"),
-    "branch_priority": (str, "none", "none | bagsize (SCIP branching priorities, smaller positive bags and "
-                                     "incumbent witnesses first; honoured by scip-native)"),
-    "upper_bound": (float, None, "objective of a known feasible point (tightens the big-M and the bounds)"),
-}
+#: keys accepted from the command line (milopt.params)
+PARAMS = ParamSet(
+    C=Float(1.0, "misclassification cost", gt=0),
+    class_weight=Choice("kent-yu", ("kent-yu", "balanced", "none"), "kent-yu | balanced | none"),
+    big_m=Float("valid", "valid (provable, per instance) | mildsvm (100 x sum of column mean |x|) | a number",
+                gt=0, choices=("valid", "mildsvm")),
+    norm=Choice("l2", ("l2", "l1"), "l2 (1/2 ||w||^2: MIQP) | l1 (||w||_1 through v >= +-w: MILP)"),
+    disjunction=Choice("bigm", ("bigm", "sos1", "indicator"), "bigm (L zeta) | sos1 (SOS1 over slack s_i and "
+                       "1 - zeta_i; SCIP) | indicator (zeta_i = 0 => margin row; solver scip-native)"),
+    warm_start=Bool(True, "start from a cheap incumbent (linear SVM on instances, improved by the MI-SVM "
+                          "alternation); its objective F tightens the big-M and the strengthening "
+                          "(default of milopt solve; false: cold start)"),
+    strengthen=Str("none", "none | all | any of bounds,reduce joined by ',' or '+': incumbent bounds on "
+                           "w, b, xi and the big-M they imply; removal of instances inside their bag's convex hull"),
+    branch_priority=Choice("none", ("none", "bagsize"), "none | bagsize (SCIP branching priorities, smaller "
+                           "positive bags and incumbent witnesses first; honoured by scip-native)"),
+    upper_bound=Float(None, "objective of a known feasible point (tightens the big-M and the bounds)",
+                      finite=False),
+)
 
 STRENGTHEN = ("bounds", "reduce")
 PRIORITIES = ("none", "bagsize")
