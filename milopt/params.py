@@ -354,6 +354,10 @@ class ParamSet(dict):
     def help(self) -> dict:
         return {k: p.help for k, p in self.items()}
 
+    def summary(self) -> dict:
+        """JSON-ready ``{key: {"default", "accepts", "help"}}`` (``milopt list --json``)."""
+        return {k: {"default": p.default, "accepts": p.describe(), "help": p.help} for k, p in self.items()}
+
     def table(self) -> str:
         """Markdown table of the parameters (key, accepts, default, meaning)."""
         rows = ["| key | accepts | default | meaning |", "|---|---|---|---|"]
