@@ -238,11 +238,20 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
             raise InvalidParameterError("warm_start: --set warm_start and --warm-start/--no-warm-start disagree")
         params["warm_start"] = given
         warm_start = None
-    model, bags, typed, build_s = build_formulation(formulation, data, params, bags)
+    from milopt.solvers.budget import TimeLimitReached, alarm_at, expired_result
+
+    try:  # loading and building are stopped at the time limit too (the solver never starts)
+        with alarm_at(None if time_limit is None else t_start + time_limit):
+            model, bags, typed, build_s = build_formulation(formulation, data, params, bags)
+            size = model_size(model)
+    except TimeLimitReached:
+        out = expired_result(time_limit, t_start, solver).to_dict(log=False)
+        out.update({"formulation": formulation, "params": dict(params or {}), "model_size": None, "data": None,
+                    "build_seconds": time.perf_counter() - t_start, "warm_start_seconds": 0.0, "sense": ""})
+        return out
     if solver != "auto":
         cls, feats = classify(model)
         check_supported(get_backend(solver), cls, feats, form.name)
-    size = model_size(model)
     start_s = 0.0
     if warm_start is None:
         warm_start = bool(getattr(model, "_milopt_start", False))

@@ -30,7 +30,8 @@ single-instance linear SVM (liblinear, bag labels copied to instances, balanced 
 weights); ``witness="first"`` the first instance of the bag.  ``build(..., witnesses=rows)``
 accepts any selection (one instance row per positive bag).
 
-**Building** (``form``): ``"matrix"`` (default) keeps the objective as the vector of ones and
+**Building** (``form``; default ``"auto"``: ``factor`` for the linear kernel, ``matrix`` for
+RBF): ``"matrix"`` keeps the objective as the vector of ones and
 the dense matrix :math:`Q = (yy^\top)\circ K_{EE}` (:func:`models._linear.add_quadratic_objective`):
 matrix-based backends (Ipopt, SCIP native, export) read them directly, and the Pyomo
 expression is only built if a Pyomo-based solver asks for it; ``"factor"`` writes :math:`\tfrac12\alpha^\top Q\alpha` as
@@ -54,7 +55,7 @@ from milopt.params import Choice, Float, ParamSet
 
 PROBLEM_CLASS = "QP"
 
-#: keys accepted from the command line: name -> (type, default, help)
+#: keys accepted from the command line (milopt.params)
 PARAMS = ParamSet(
     C=Float(1.0, "misclassification cost", gt=0),
     kernel=Choice("linear", ("linear", "rbf"), "linear | rbf"),
@@ -62,8 +63,8 @@ PARAMS = ParamSet(
     class_weight=Choice("kent-yu", ("kent-yu", "balanced", "none"), "kent-yu | balanced | none (as misvm-bigm)"),
     slack=Choice("bag", ("bag", "instance"), "bag (Kent & Yu: one slack per negative bag) | instance (Andrews)"),
     witness=Choice("sil", ("sil", "first"), "sil (argmax of a SIL linear SVM) | first (first instance of each positive bag)"),
-    form=Choice("matrix", ("matrix", "factor", "dense"), "matrix (objective held as the matrix Q) | factor "
-                "(u = L'(y.alpha), 1/2|u|^2) | dense (upper-triangle quicksum)"),
+    form=Choice("auto", ("auto", "matrix", "factor", "dense"), "auto (factor for linear, matrix for rbf) | matrix "
+                "(objective held as the matrix Q) | factor (u = L'(y.alpha), 1/2|u|^2) | dense (upper-triangle quicksum)"),
 )
 
 
@@ -83,7 +84,7 @@ def default_witnesses(bags: Bags, rule="sil", random_state=0) -> np.ndarray:
 
 
 def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight="kent-yu", slack="bag",
-          witness="sil", witnesses=None, form="matrix", **unused) -> pe.ConcreteModel:
+          witness="sil", witnesses=None, form="auto", **unused) -> pe.ConcreteModel:
     """Build the dual QP for ``bags`` and a witness selection.
 
     Parameters
@@ -96,7 +97,8 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
         Rule used when ``witnesses`` is not given.
     witnesses : array of int, optional
         Instance row of the witness of every positive bag (in bag order).
-    form : {'matrix', 'factor', 'dense'}
+    form : {'auto', 'matrix', 'factor', 'dense'}
+        ``auto``: ``factor`` for the linear kernel (rank d), ``matrix`` for RBF.
     """
     from milopt.algorithms.mi_heuristics import slack_structure
     from milopt.features.kernels import check_kernel, kernel_matrix
@@ -106,9 +108,11 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
                                     "(and witnesses)")
     if bags.n_classes > 2:
         raise InvalidParameterError("misvm-dual-qp: binary bag labels (0/1) are required")
-    if form not in ("matrix", "factor", "dense"):
-        raise InvalidParameterError(f"form: expected 'matrix', 'factor' or 'dense', got {form!r}")
+    if form not in ("auto", "matrix", "factor", "dense"):
+        raise InvalidParameterError(f"form: expected 'auto', 'matrix', 'factor' or 'dense', got {form!r}")
     kernel, gamma = check_kernel(kernel, gamma, bags.n_features)
+    if form == "auto":  # low rank d << n: factor; a full-rank kernel matrix: keep it as a matrix
+        form = "factor" if kernel == "linear" else "matrix"
     pos = np.flatnonzero(bags.y == 1)
     if witnesses is None:
         witnesses = default_witnesses(bags, witness)
@@ -144,8 +148,9 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
         add_linear_rows(m, "cap", A, avars, lb=0.0, ub=caps[multi], index=multi.tolist())
     if form == "matrix":
         # max Σα - ½ αᵀQα with Q = (y yᵀ) ∘ K_EE, held as matrices (models._linear.add_quadratic_objective)
-        Q = KE * np.outer(y, y)
-        add_quadratic_objective(m, "obj", avars, c=np.ones(n), Q=-Q, sense=pe.maximize)
+        negQ = np.outer(-y, y)
+        negQ *= KE                                   # -Q in one n x n array (no temporaries)
+        add_quadratic_objective(m, "obj", avars, c=np.ones(n), Q=negQ, sense=pe.maximize)
         quad = None
     lin = pe.quicksum(avars) if form != "matrix" else None
     if form == "factor":
