@@ -16,6 +16,7 @@ from milopt.errors import InvalidParameterError
 #: public name -> module (relative to milopt.models)
 FORMULATIONS = {
     "misvm-bigm": "misvm_bigm",
+    "misvm-hull": "misvm_hull",
     "batchsvm-lp": "batchsvm_lp",
     "batchprob-lp": "batchprob_lp",
     "misvm-dual-qp": "misvm_dual_qp",
