@@ -53,21 +53,26 @@ def musk1_subset(n_bags: int, seed: int):
     neg = np.flatnonzero(bags.y != 1)
     k = n_bags // 2
     ids = np.sort(np.concatenate([rng.choice(pos, k, replace=False), rng.choice(neg, n_bags - k, replace=False)]))
-    sub = bags.subset(ids)
-    sub.name = f"musk1[{n_bags} bags, seed {seed}]"
-    return sub
+    import dataclasses
+
+    return dataclasses.replace(bags.subset(ids), name=f"musk1[{n_bags} bags, seed {seed}]")
 
 
 def relaxation_bound(formulation, bags, params, time_limit):
-    """Continuous relaxation (binaries in [0, 1]) of the model, solved by SCIP."""
+    """Continuous relaxation (binaries in [0, 1]) of the model: a QP solved by Ipopt, a QCQP
+    (perspective cones) by SCIP."""
     import pyomo.environ as pe
 
     from milopt.runner import build_formulation
     from milopt.solvers import solve
 
+    from milopt.solvers.driver import classify
+
     model, _, _, _ = build_formulation(formulation, "", params, bags=bags)
     pe.TransformationFactory("core.relax_integer_vars").apply_to(model)
-    r = solve(model, "scip", time_limit=time_limit)
+    model._milopt_class = None  # classify again: QP (Ipopt) or QCQP (SCIP)
+    cls, _ = classify(model)
+    r = solve(model, "ipopt" if cls == "QP" else "scip", time_limit=time_limit)
     return r.objective if r.status.name == "OPTIMAL" else r.bound, r.wall_time, str(r.termination)
 
 
