@@ -1,7 +1,7 @@
 r"""MI-SVM as a big-M mixed-integer quadratic program (Kent & Yu, eq. 5).
 
-Kent, S. and Yu, M. "Non-convex SVM for multiple instance learning with distributional
-instances" (mi-SMM / MI-SVM mixed-integer formulation; R package mildsvm).  The MI-SVM
+Kent, S. and Yu, M. "Non-convex SVM for cancer diagnosis based on morphologic features of
+tumor microenvironment" (mi-SMM / MI-SVM mixed-integer formulation; R package mildsvm).  The MI-SVM
 problem of Andrews, Tsochantaridis & Hofmann (NIPS 2002) asks for one *witness* per positive
 bag; the binary ζ selects which instances of a positive bag may violate the margin.
 
@@ -192,7 +192,7 @@ def incumbent(bags: Bags, C: float = 1.0, class_weight="kent-yu", norm: str = "l
     -------
     dict: ``w`` (d,), ``b``, ``objective`` F, ``source`` ('trivial', 'sil' or 'alternation').
     """
-    from milopt.estimators.misvm import sil_start
+    from milopt.numerics import sil_start
 
     norm = str(norm).lower()
     d = bags.n_features

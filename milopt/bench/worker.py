@@ -31,11 +31,87 @@ def execute(spec: dict) -> dict:
             kw["threads"] = int(spec["threads"])
         if spec.get("options"):
             kw["options"] = dict(spec["options"])
-        return runner.run_solve(spec["formulation"], spec["data"], spec.get("backend", spec["solver"]), **kw)
+        return solve_verified(spec, **kw)
     if spec["kind"] == "fit":
         return runner.run_fit(spec["method"], spec["data"], params=dict(spec.get("params") or {}),
                               cv=int(spec["folds"]), seed=int(spec.get("seed", 0)), fold=int(spec["fold"]))
     raise ValueError(f"unknown run kind {spec.get('kind')!r}")
+
+
+def scip_trajectory(log: str, limit: int = 400) -> list:
+    """``[[seconds, dual bound, primal bound], ...]`` from the display lines of a SCIP log
+    (primal None before the first incumbent); at most ``limit`` points (evenly thinned, the
+    last kept)."""
+    import re
+
+    cols, out = None, []
+    for line in (log or "").splitlines():
+        if "|" not in line:
+            continue
+        parts = [p.strip() for p in line.split("|")]
+        if parts[0].endswith("time") and "dualbound" in parts:
+            cols = {name: k for k, name in enumerate(parts)}
+            continue
+        if cols is None or len(parts) != len(cols):
+            continue
+        m = re.match(r"^\S?\s*([0-9.]+)s$", parts[0])
+        if not m:
+            continue
+
+        def num(txt):
+            try:
+                return float(txt)
+            except ValueError:
+                return None
+
+        out.append([float(m.group(1)), num(parts[cols["dualbound"]]), num(parts[cols["primalbound"]])])
+    if len(out) > limit:
+        keep = sorted(set(int(round(k)) for k in [i * (len(out) - 1) / (limit - 1) for i in range(limit)]))
+        out = [out[k] for k in keep]
+    return out
+
+
+def solve_verified(spec: dict, *, time_limit=None, gap=None, params=None, seed=0, threads=None, options=None) -> dict:
+    """Build the run's model, solve it within the run's time limit, verify the answer.
+
+    The time limit bounds build and solve together: the solver receives what is left of it
+    after the build.  The returned dict is :func:`milopt.runner.run_solve`'s (``SolveResult``
+    fields, model size, data, build seconds, sense) plus ``verification``
+    (:func:`milopt.bench.verify.verify_model`), ``run_time`` (build + solve seconds) and,
+    for SCIP on integer problems, ``trajectory`` (dual and primal bound over time, from SCIP's
+    display lines; the log is written with ``display/freq = 50``).
+    """
+    import time
+
+    from milopt.bench.verify import verify_model
+    from milopt.runner import build_formulation, data_info, objective_sense
+    from milopt.solvers import classify, model_size, solve
+
+    t0 = time.monotonic()
+    backend = spec.get("backend", spec["solver"])
+    model, bags, typed, build_s = build_formulation(spec["formulation"], spec["data"], params)
+    cls, _feats = classify(model)
+    size = model_size(model)
+    remaining = None
+    if time_limit is not None:
+        remaining = max(float(time_limit) - (time.monotonic() - t0), 0.05)
+    opts = dict(options or {})
+    trace = backend == "scip" and cls.startswith("MI")
+    if trace:
+        opts.setdefault("display/freq", 50)
+    res = solve(model, backend, time_limit=remaining, mip_gap=gap, threads=threads, verbose=trace, options=opts)
+    out = res.to_dict(log=False)
+    out.update({"formulation": spec["formulation"], "params": typed, "model_size": size, "data": data_info(bags),
+                "build_seconds": build_s, "sense": objective_sense(model),
+                "run_time": time.monotonic() - t0, "solver_time_limit": remaining})
+    if trace:
+        out["trajectory"] = scip_trajectory(res.log)
+    if res.ok:
+        try:
+            out["verification"] = verify_model(model, res.objective)
+        except Exception as exc:  # noqa: BLE001 - the run still has its result; the report says why
+            out["verification"] = {"verified": False, "reason": f"verification failed: {type(exc).__name__}: {exc}"}
+    return out
 
 
 def _die_with_parent(expected_ppid: int) -> None:

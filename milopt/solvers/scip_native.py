@@ -174,8 +174,8 @@ def write(model, path) -> dict:
 def _run(model, opts):
     t0 = time.perf_counter()
     s, xs, allvars, n_ind = build_scip(model, bool(opts["verbose"]))
-    if opts["time_limit"] is not None:
-        s.setParam("limits/time", float(opts["time_limit"]))
+    if opts["time_limit"] is not None:  # building the SCIP model counts against the limit
+        s.setParam("limits/time", max(0.01, float(opts["time_limit"]) - (time.perf_counter() - t0)))
     if opts["mip_gap"] is not None:
         s.setParam("limits/gap", float(opts["mip_gap"]))
     if opts["threads"] is not None:
@@ -216,5 +216,5 @@ def _run(model, opts):
 
 register_backend(Backend(
     name="scip-native", classes=frozenset({"LP", "MILP", "QP", "MIQP", "SOS", "INDICATOR"}), module="pyscipopt",
-    run=_run, version=_version,
+    run=_run, version=_version, write=write,
     description="SCIP via PySCIPOpt directly from the matrix form (adds indicator constraints Pyomo cannot pass)"))
