@@ -54,7 +54,7 @@ PARAMS = {
     "nu": (float, 1.0, "cost of the slacks (nu e'xi)"),
     "alpha": (float, 0.5, "decay of the prior covariance R_pq = exp(-alpha S_pq)"),
     "sigma": (float, 1.0, "noise standard deviation of the pre-classifier values (> 0)"),
-    "distance": (str, "euclidean", "S_pq: euclidean | sqeuclidean"),
+    "distance": (str, "euclidean", "S_pq: euclidean | squared (alias sqeuclidean)"),
     "class_weight": (str, "none", "none (eq. 12) | balanced"),
 }
 
@@ -88,7 +88,7 @@ def posterior_operator(bags: Bags, alpha: float = 0.5, sigma: float = 1.0, dista
         With ``coords``.
     alpha, sigma : float
         Prior decay and observation noise.
-    distance : {'euclidean', 'sqeuclidean'}
+    distance : {'euclidean', 'squared'}
     return_info : bool
         Also return a dict with the number of clipped eigenvalues and the smallest eigenvalue.
 
@@ -134,7 +134,7 @@ def build(bags: Bags, nu: float = 1.0, alpha: float = 0.5, sigma: float = 1.0, d
         Prior covariance decay α.
     sigma : float
         Observation noise σ (> 0).
-    distance : {'euclidean', 'sqeuclidean'}
+    distance : {'euclidean', 'squared'}
     class_weight : {'none', 'balanced'}
     """
     if unused:

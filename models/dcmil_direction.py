@@ -1,8 +1,10 @@
 r"""DCPCA search-direction problem QP(I) (a convex QP with a tiny dense constraint matrix).
 
-Gaudioso, M., Giallombardo, G., Miglionico, G., Bagirov, A. M. "Minimizing nonsmooth DC
-functions via successive DC piecewise-affine approximations", *J. Global Optim.* 71:37–55,
-2018; used for MIL by Astorino, Fuduli, Giallombardo, Miglionico, *Algorithms* 12:249, 2019.
+Astorino, A., Fuduli, A., Giallombardo, G., Miglionico, G. "SVM-based multiple instance
+classification via DC optimization", *Algorithms* 12:249, 2019, §3: QP(I) and its dual
+(eqs. 11–12), step 1 of their Algorithm 1.  DCPCA was introduced by Gaudioso, M.,
+Giallombardo, G., Miglionico, G., Bagirov, A. M. "Minimizing nonsmooth DC functions via
+successive DC piecewise-affine approximations", *J. Global Optim.* 71:37–55, 2018.
 
 At a stability centre with bundle :math:`\mathcal B_1 = \{(g^{(1)}_i, \alpha^{(1)}_i)\}_{i\in I}` of
 subgradients and linearisation errors of :math:`f_1` and a subgradient :math:`g^{(2)}` of

@@ -271,8 +271,11 @@ class _Subproblem:
         xi = np.zeros(self.caps.size)
         np.maximum.at(xi, self.groups, loss)
         P = 0.5 * norm2 + float(self.caps @ xi)
+        # weak duality: any feasible α gives D(α) = Σα − ½‖w‖² ≤ P(s)* ≤ P, so P − D bounds how far
+        # the inexact subproblem solution is above the subproblem's optimum
+        D = float(alpha[act].sum()) - 0.5 * norm2
         self.alpha = alpha
-        return alpha, b, f, P, norm2, {"iterations": its, "converged": conv}
+        return alpha, b, f, P, norm2, {"iterations": its, "converged": conv, "dual": D}
 
 
 def misvm_alternate(K, bags, C=1.0, class_weight="kent-yu", slack="bag", init="centroid", restarts=1, max_iter=50,
@@ -379,6 +382,7 @@ def _misvm_alternate(K, bags, C, class_weight, slack, init, restarts, max_iter, 
             new = np.where(keep, wit, new)
             changed = new != wit
             history.append({"start": r, "iteration": t, "objective": P, "mi_objective": Phi, "accepted": True,
+                            "dual": info["dual"], "gap": max(0.0, P - info["dual"]),
                             "changed": int(changed.sum()), "solver_iterations": info["iterations"],
                             "seconds": time.perf_counter() - t0})
             prev = {"objective": P, "alpha": alpha.copy(), "b": b, "witnesses": wit.copy()}

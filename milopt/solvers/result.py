@@ -35,6 +35,10 @@ class SolutionStatus(IntEnum):
         return self.name.lower()
 
 
+#: a reported bound this close to zero (relative to max(1, |objective|)) is solver noise: 0
+BOUND_ZERO_TOL = 1e-8
+
+
 def relative_gap(objective: float | None, bound: float | None) -> float:
     """|objective - bound| / max(|objective|, 1e-10); inf when either is missing.
 
@@ -61,7 +65,10 @@ class SolveResult:
     bound : float or None
         Best proven bound (minimisation: lower bound); None when the solver gives none.
     gap : float
-        Relative gap |objective - bound| / max(|objective|, 1e-10); inf when unknown.
+        Relative gap |objective - bound| / max(|objective|, 1e-10); inf when unknown.  In
+        [0, 1] whenever objective and bound have the same sign (zero counts as either), e.g.
+        for every nonnegative SVM objective; larger only when they have opposite signs.
+        Bounds within ``BOUND_ZERO_TOL`` · max(1, |objective|) of zero are reported as 0.
     wall_time : float
         Seconds.
     iterations, nodes : int or None
@@ -90,6 +97,25 @@ class SolveResult:
     log: str = ""
     history: tuple = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        # Solvers report bounds with their numerical tolerances: a bound of -1e-9 on a
+        # nonnegative objective, or a gap of 1.0000000000015, is noise.  A bound within
+        # BOUND_ZERO_TOL · max(1, |objective|) of zero is 0; a gap between an objective and a
+        # bound of the same sign (zero counts as either) lies in [0, 1] and is clipped to it.
+        obj, bound, gap = self.objective, self.bound, self.gap
+        if bound is not None and math.isfinite(bound):
+            scale = max(1.0, abs(obj)) if obj is not None and math.isfinite(obj) else 1.0
+            if abs(bound) <= BOUND_ZERO_TOL * scale:
+                bound = 0.0
+                object.__setattr__(self, "bound", 0.0)
+        if gap is not None and math.isfinite(gap):
+            if gap < 0:
+                gap = 0.0
+            if (obj is not None and bound is not None and math.isfinite(obj) and math.isfinite(bound)
+                    and obj * bound >= 0):
+                gap = min(gap, 1.0)
+            object.__setattr__(self, "gap", float(gap))
 
     @property
     def ok(self) -> bool:
