@@ -477,7 +477,13 @@ def _trajectory(r) -> list:
     from milopt.bench.assess import _extra
 
     t = _extra(r.get("extra")).get("trajectory")
-    return t if isinstance(t, list) else []
+    if not isinstance(t, list):
+        return []
+    out = []
+    for pt in t:  # points going back in time come from a garbled log line: skipped
+        if isinstance(pt, list) and len(pt) == 3 and (not out or pt[0] >= out[-1][0]):
+            out.append(pt)
+    return out
 
 
 def primal_integrals(df: pd.DataFrame, refs: dict) -> pd.DataFrame:

@@ -48,14 +48,18 @@ def scip_trajectory(log: str, limit: int = 400) -> list:
     for line in (log or "").splitlines():
         if "|" not in line:
             continue
-        parts = [p.strip() for p in line.split("|")]
+        raw = line.split("|")
+        parts = [p.strip() for p in raw]
         if parts[0].endswith("time") and "dualbound" in parts:
             cols = {name: k for k, name in enumerate(parts)}
             continue
         if cols is None or len(parts) != len(cols):
             continue
-        m = re.match(r"^\S?\s*([0-9.]+)s$", parts[0])
-        if not m:
+        # the time column is right-aligned in a field of 5+ characters, optionally after the
+        # heuristic's letter ("t 0.1s", "  12.3s"); a line broken where the captured log was
+        # cut into chunks ("0s|...") is skipped, and so is any point that goes back in time
+        m = re.match(r"^[A-Za-z*]?\s*(\d+(?:\.\d+)?)s$", raw[0])
+        if not m or len(raw[0]) < 5 or (out and float(m.group(1)) < out[-1][0]):
             continue
 
         def num(txt):
