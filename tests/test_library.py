@@ -356,3 +356,16 @@ def test_ctrl_c_stops_the_bench_at_once_without_traceback(tmp_path):
     while time.monotonic() < deadline and any(_alive(p) for p in desc):
         time.sleep(0.2)
     assert not [p for p in desc if _alive(p)]
+
+
+def test_scip_trajectory_from_display_lines():
+    from milopt.bench.worker import scip_trajectory
+
+    head = (" time | node  | left  |LP iter|LP it/n|mem/heur|mdpt |vars |cons |rows |cuts |sepa|confs|strbr|"
+            "  dualbound   | primalbound  |  gap   | compl. ")
+    row = "|     1 |     0 |    50 |     - |  trysol|   0 | 367 |  45 | 377 |   0 |  0 |   0 |   0 |{} | {} |    Inf | unknown"
+    log = "\n".join([head, "  0.0s" + row.format("-1.000000e-09", "     --     "),
+                     "t 0.1s" + row.format("-1.000000e-09", "4.743735e-01"),
+                     "0s" + row.format("0.000000e+00", "4.743735e-01"),  # a line cut by the log capture
+                     " 12.5s" + row.format("1.000000e-01", "2.000000e-01"), "SCIP Status : optimal"])
+    assert scip_trajectory(log) == [[0.0, -1e-09, None], [0.1, -1e-09, 0.4743735], [12.5, 0.1, 0.2]]
