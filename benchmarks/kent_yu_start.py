@@ -30,7 +30,8 @@ def main(argv=None):
     for init in ("random", "centroid"):
         out = os.path.join(a.out, init)
         res = kent_yu_study(out_dir=out, replicates=a.replicates, test_bags=a.test_bags, folds=2, Cs=(a.C,),
-                            gamma_factors=(1.0,), methods=tuple(a.methods), init=init, n_jobs=a.jobs, verbose=False)
+                            gamma_factors=(1.0,), methods=tuple(a.methods), init=init, misvm_init=init,
+                            n_jobs=a.jobs, verbose=False)
         df = pd.read_csv(res["results_csv"])
         df["init"] = init
         frames.append(df)
