@@ -22,6 +22,10 @@ min cᵀx + t + c0 s.t. t ≥ ½xᵀQx.  SCIP is called in-process with its outp
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import threading
 import time
 
 import numpy as np
@@ -44,6 +48,30 @@ _STATUS = {
     "userinterrupt": Termination.INTERRUPTED,
     "memlimit": Termination.ERROR,
 }
+
+
+@contextlib.contextmanager
+def _stdout_fd_silenced(on: bool):
+    """Point file descriptor 1 at /dev/null (main thread only): SCIP prints "pressed CTRL-C ..."
+    from its signal handler even with its output hidden, which would land in the command's
+    standard output (JSON) on Ctrl-C."""
+    if not on or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
 
 
 def _version():
@@ -190,7 +218,8 @@ def _run(model, opts):
         s.addSol(sol)
     build = time.perf_counter() - t0
     t1 = time.perf_counter()
-    s.optimize()
+    with _stdout_fd_silenced(not opts["verbose"]):
+        s.optimize()
     wall = time.perf_counter() - t0
     status = s.getStatus()
     term = _STATUS.get(status, Termination.UNKNOWN)
