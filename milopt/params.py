@@ -211,10 +211,18 @@ class Param:
     def parse(self, value, name: str | None = None):
         """``value`` (a Python value or a command-line string) as the declared type."""
         name = name or self.name
-        if value is None or (isinstance(value, str) and value.strip().lower() in NONE and self.kind != "str"):
+        if value is None:
             if self.none:
                 return None
             self._fail(name, value)
+        if isinstance(value, str) and value.strip().lower() in NONE and self.kind != "str":
+            low = value.strip().lower()
+            if self.none:
+                return None
+            if self.kind == "any":  # e.g. class_weight='none': a word, not a missing value
+                return low
+            if not any(str(c).lower() == low for c in self.choices):
+                self._fail(name, value)
         if self.kind == "bool":
             return parse_bool(name, value)
         if self.kind in ("float", "int"):

@@ -175,7 +175,7 @@ def build_formulation(formulation: str, data: str, params: dict | None = None, b
     if scale:
         bags = standardize(bags)
     t0 = time.perf_counter()
-    model = form.build_model(bags, **typed)
+    model = form.make_model(bags, **typed)
     return model, bags, typed, time.perf_counter() - t0
 
 
@@ -232,7 +232,7 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
         backend = get_backend(solver)  # unknown / not installed: refuse before loading data or building
         cls = expected_class(form, params)
         if cls:
-            check_supported(backend, *cls)
+            check_supported(backend, *cls, formulation=form.name)
     if "warm_start" in form.params:  # the start is built with the model
         params = dict(params or {})
         given = parse_bool("warm_start", params.get("warm_start", warm_start if warm_start is not None else
@@ -254,7 +254,7 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
         return out
     if solver != "auto":
         cls, feats = classify(model)
-        check_supported(get_backend(solver), cls, feats)
+        check_supported(get_backend(solver), cls, feats, form.name)
     start_s = 0.0
     if warm_start is None:
         warm_start = bool(getattr(model, "_milopt_start", False))

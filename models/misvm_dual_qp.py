@@ -75,7 +75,7 @@ def default_witnesses(bags: Bags, rule="sil", random_state=0) -> np.ndarray:
     if rule == "first":
         return bags.bag_ptr[:-1][pos].copy()
     if rule == "sil":
-        from milopt.estimators.misvm import sil_start
+        from milopt.numerics import sil_start
 
         w, b = sil_start(bags, C=1.0, random_state=random_state)
         return segment_argmax(bags.X @ w + b, bags.bag_ptr)[pos]

@@ -1,8 +1,15 @@
 r"""Sparse variational Gaussian-process MIL: VGPMIL and the ψ-VGPMIL family (G-VGPMIL).
 
-Model (Haußmann, Hamprecht & Kandemir, CVPR 2017; Castro-Macías, Morales-Álvarez, Wu, Molina &
-Katsaggelos, "Hyperbolic secant representation of the logistic function: application to
-probabilistic MIL for CT intracranial hemorrhage detection"):
+Papers: M. Haußmann, F. A. Hamprecht, M. Kandemir, "Variational Bayesian multiple instance
+learning with Gaussian processes", CVPR 2017 (VGPMIL, Jaakkola bound); F. M. Castro-Macías,
+P. Morales-Álvarez, Y. Wu, R. Molina, A. K. Katsaggelos, "Hyperbolic secant representation of the
+logistic function: application to probabilistic multiple instance learning for CT intracranial
+hemorrhage detection" (PG-VGPMIL, ψ-VGPMIL, G-VGPMIL). Equation numbers are those of the second
+paper. The Pólya-Gamma formulation of VGPMIL (PG-VGPMIL, §3) is Castro-Macías et al.'s; the
+Pólya-Gamma augmentation itself is Polson, Scott & Windle (2013), used for GP classification by
+Wenzel et al. (2019).
+
+Model (eqs. 2–4, 18):
 
 .. math::
 
@@ -11,23 +18,30 @@ probabilistic MIL for CT intracranial hemorrhage detection"):
     p(y_n \mid f_n) \propto e^{(y_n - 1/2) f_n}\,\psi(f_n),\quad
     p(T_b \mid y_b) = \frac{H^{G_b}}{H + 1},
 
-with :math:`G_b = T_b \max_{n\in b} y_n + (1 - T_b)(1 - \max_{n\in b} y_n)`, the RBF kernel
-:math:`k(x, x') = v\,\exp(-\lVert x - x'\rVert^2 / (2 l))` (``l`` is the *squared* length scale,
-the paper's parametrisation) and ψ a Gaussian scale mixture (GSM). ψ(f) = sech(f/2) gives the
-logistic likelihood (VGPMIL, Pólya-Gamma augmentation); ψ(f) = (1 + f²/(2β))^{-α} gives
-G-VGPMIL. Every GSM satisfies the tangent bound
-:math:`\log\psi(f) \ge \log\psi(c) - \tfrac12\theta(c)(f^2 - c^2)` with
-:math:`\theta(c) = -\psi'(c) / (c\,\psi(c))`, so with :math:`q(u)=\mathcal N(m, S)` and
-:math:`q(y_n) = \mathrm{Bernoulli}(\pi_n)` the evidence lower bound (eq. 29) is
+with :math:`G_b = T_b \max_{n\in b} y_n + (1 - T_b)(1 - \max_{n\in b} y_n)` and ψ a Gaussian
+scale mixture (GSM). ψ = φ, the hyperbolic secant density (eq. 15), gives the logistic likelihood
+(VGPMIL / PG-VGPMIL); ψ(f) ∝ (β + f²/2)^{-α} (eq. 38) gives G-VGPMIL. The kernel is the RBF
+:math:`k(x, x') = v\,\exp(-\lVert x - x'\rVert^2 / (2 l))`: the *squared* distance, so ``l`` is a
+squared length scale. (§2.2 of the paper prints the unsquared norm ‖x − x'‖, which would be the
+exponential kernel; the released ψ-VGPMIL code, like the VGPMIL code, uses the squared distance,
+the RBF the paper names.) The diagonal conditional of f given u is the mean-field/FITC choice; eq. 3
+writes the full K̃, which leaves every update below unchanged.
+
+Every GSM satisfies the tangent bound
+:math:`\log\psi(f) \ge \log\psi(c) - \tfrac12\theta(c)(f^2 - c^2)`,
+:math:`\theta(c) = -\psi'(c) / (c\,\psi(c))` (eq. 28; Appendix A, eqs. 63–67), which is what the
+augmented model with q(ω) optimises. With :math:`q(u)=\mathcal N(m, S)` and
+:math:`q(y_n) = \mathrm{Bernoulli}(\pi_n)` the augmented bound tracked per epoch is
 
 .. math::
 
     \mathcal L = \sum_n \Big[(\pi_n - \tfrac12)\mu_n - \tfrac12\theta(c_n)(\mu_n^2 + s_n^2)
     + \log\psi(c_n) + \tfrac12\theta(c_n)c_n^2\Big] - \mathrm{KL}(q(u)\,\|\,p(u))
-    + \sum_b \big(\log H\,\mathbb E[G_b] - \log(H+1)\big) + \sum_n \mathcal H(\pi_n),
+    + \sum_b \big(\log H\,\mathbb E[G_b] - \log(H+1)\big) + \sum_n \mathcal H(\pi_n) - \log Z,
 
-:math:`\mu_n = K_{nZ}K_{ZZ}^{-1}m`, :math:`s_n^2 = k_{nn} - Q_{nn} + K_{nZ}K_{ZZ}^{-1}SK_{ZZ}^{-1}K_{Zn}`.
-Coordinate ascent (Algorithm 1, eqs. 25–28):
+:math:`\mu_n = K_{nZ}K_{ZZ}^{-1}m`, :math:`s_n^2 = k_{nn} - Q_{nn} + K_{nZ}K_{ZZ}^{-1}SK_{ZZ}^{-1}K_{Zn}`
+(log Z = N log 2 for the logistic; for other ψ it is constant while the kernel is fixed and is
+left out of the tracked value). Coordinate ascent (Algorithm 1: eq. 28, 27, 26, 25 in that order):
 
 .. math::
 
@@ -35,8 +49,12 @@ Coordinate ascent (Algorithm 1, eqs. 25–28):
     S = (K_{ZZ}^{-1}K_{ZX}\Theta K_{XZ}K_{ZZ}^{-1} + K_{ZZ}^{-1})^{-1},\quad
     m = S K_{ZZ}^{-1}K_{ZX}(\pi - \tfrac12),
 
-    \pi_n = \sigma\big(\mu_n + \log H\,(2T_b - 1)\,(1 - \mathbb E[\max y_{b\setminus n}])\big),
-    \quad \mathbb E[\max y_{b\setminus n}] = 1 - \prod_{j\in b, j\ne n}(1 - \pi_j).
+    \pi_n = \sigma\big(\mu_n + \log H\,(2T_b - 1)\,(1 - \mathbb E[\max y_{b\setminus n}])\big).
+
+``emax='max'`` (default) takes :math:`\mathbb E[\max y_{b\setminus n}] \approx \max_{j\ne n}\pi_j`,
+as the released VGPMIL and ψ-VGPMIL code do; ``emax='exact'`` takes the expectation under the
+factorised q(y), :math:`1 - \prod_{j\in b, j\ne n}(1 - \pi_j)`. Kernel learning (Algorithm 1,
+line 8) maximises 𝒥(λ) of eq. 29 (:func:`elbo_objective`).
 
 Implementation notes
 --------------------
@@ -45,10 +63,12 @@ Implementation notes
   :math:`\tilde S^{-1} = I + B\Theta B^\top = RR^\top`, :math:`\tilde m = \tilde S B(\pi - \tfrac12)`.
   Only N×M and M×M arrays are formed; one iteration costs O(N M²); no explicit inverse.
   The prior variance term uses the actual :math:`k(x, x) = v`.
-* π update: the simultaneous (Jacobi) update of every π_n oscillates with period 2 in positive
-  bags when log H is large. The Jacobi proposal is an ascent direction of the π-block of the
-  ELBO, so it is taken with a backtracking step (1, ½, ¼, ...) that never lowers the ELBO:
-  every block update is monotone, and the iteration stops on the relative change of the ELBO.
+* π update, ``emax='max'``: the simultaneous (Jacobi) update of the released code oscillates with
+  period 2 in positive bags when log H is large (every π_n of the bag is pushed up, then every
+  one sees a positive neighbour and drops back). It is taken as a damped step
+  π ← π + ω(π' − π), ω = ``damping`` (½), which has the same fixed points and converges.
+* π update, ``emax='exact'``: the Jacobi proposal is an ascent direction of the π-block of the
+  ELBO, so it is taken with a backtracking step (1, ½, ¼, ...) that never lowers the ELBO.
 * Leave-one-out products :math:`\prod_{j\ne n}(1-\pi_j)` are computed from per-bag sums of
   :math:`\log(1-\pi_j)` and counts of exact zeros (no division by :math:`1-\pi_n`).
 """
@@ -729,7 +749,7 @@ def inducing_points(X, M, init="kmeans", random_state=0):
 
 
 def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", variance=1.0, lengthscale=None,
-               H=1e12, theta="gamma", alpha=1.0, beta=1.0, max_iter=200, tol=1e-5, pi_steps=3, pi_init="label", warmup=0,
+               H=100.0, theta="gamma", alpha=1.0, beta=1.0, max_iter=200, tol=1e-5, pi_steps=3, pi_init="label", warmup=0,
                emax="max", damping=0.5, jitter=1e-6, validation=None, patience=10, bag_rule="max", learn_kernel=False,
                kernel_steps=5, kernel_bound="elbo", logz_samples=64, blas_threads=1, time_limit=None, random_state=0,
                verbose=False):
@@ -750,7 +770,7 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
     lengthscale : float, optional
         Squared length scale l of exp(-‖x - x'‖²/(2l)); default: the median squared distance.
     H : float
-        Bag-likelihood strength (> 1); ``np.inf`` forces E[G_b] = 1.
+        Bag-likelihood strength (> 1, eq. 4; the paper's 100 by default); ``np.inf`` forces E[G_b] = 1.
     theta : {'pg', 'gamma'} or GSM or (psi, dpsi)
     alpha, beta : float
         Parameters of the Gamma GSM.
@@ -760,8 +780,18 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
         Stop when the relative ELBO change is below ``tol``.
     pi_steps : int
         Monotone π block updates per epoch (each is a Jacobi proposal with backtracking).
-    pi_init : {'label', 'half'}
-        Initial π: the bag label (π_n = T_b) or ½ in positive bags and 0 in negative ones.
+    pi_init : {'label', 'half', 'random'}
+        Initial π: the bag label (π_n = T_b), ½ in positive bags and 0 in negative ones, or
+        U(0, 1) draws seeded by ``random_state`` (Algorithm 1, line 2). Algorithm 1 also draws m
+        and S at random; here they are not needed: the first epoch starts from θ at the prior
+        c_n = √v and computes q(u) from π (eqs. 27, 26).
+    emax : {'max', 'exact'}
+        E[max y_{b∖n}] in eq. 25: max_{j≠n} π_j (the released VGPMIL / ψ-VGPMIL code) or
+        1 − Π_{j≠n}(1 − π_j) (the expectation under the factorised q(y); monotone backtracking
+        steps on the ELBO, ``pi_steps`` per epoch).
+    damping : float
+        Step ω ∈ (0, 1] of the ``emax='max'`` update π ← π + ω(π' − π); ω = 1 (the released code)
+        oscillates with period 2.
     jitter : float
         Relative jitter added to K_ZZ's diagonal (times v) before its Cholesky factorisation.
     validation : tuple (X_val, ptr_val, y_val), optional
@@ -769,9 +799,13 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
     bag_rule : {'max', 'noisy-or'}
         Bag score used for the validation AUC: the largest instance probability, or 1 - Π(1 - p_n).
     learn_kernel : bool
-        After every epoch, ``kernel_steps`` L-BFGS-B steps on (log v, log l) maximising the ELBO
-        (eq. 29) at fixed q(u), c, π with analytic gradients (:func:`kernel_objective`); bounds
-        10⁻²–10² times the initial values. A step is kept only when it raises the ELBO.
+        Algorithm 1, line 8: after every epoch, ``kernel_steps`` L-BFGS-B steps on (log v, log l)
+        with analytic gradients at fixed q(u) and π; bounds 10⁻²–10² times the initial values.
+        A step is kept only when it raises the objective.
+    kernel_bound : {'elbo', 'augmented'}
+        The objective of that step: 𝒥(λ) of eq. 29 (:func:`elbo_objective`; −log Z by
+        importance sampling with ``logz_samples`` draws for ψ ≠ φ, redrawn every epoch, seeded),
+        or the augmented bound at fixed q(ω) (:func:`kernel_objective`, no log Z).
     time_limit : float, optional
         Seconds; the current posterior is returned with termination ``time_limit``.
     random_state : int

@@ -407,9 +407,9 @@ def export(model, path, *, names: bool = True) -> dict:
         target = Path(tmp) / ("model" + fmt)
         if getattr(model, "_milopt_indicators", None):
             # indicator constraints exist only as milopt declarations: SCIP's writers hold them
-            from milopt.solvers.scip_native import write as scip_write
+            from milopt.solvers.driver import get_backend
 
-            size = scip_write(model, target)
+            size = get_backend("scip-native").write(model, target)
         elif _has_special(model):
             size = _pyomo_write(model, target, fmt)
         else:
