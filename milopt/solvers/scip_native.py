@@ -74,6 +74,45 @@ def _stdout_fd_silenced(on: bool):
         os.close(null)
 
 
+#: callable(str) receiving progress lines while SCIP solves (set by ``milopt fit --progress`` /
+#: a terminal); None: no event handler is attached
+PROGRESS = None
+
+
+def _attach_progress(s):
+    """Report SCIP's gap at most once a second through :data:`PROGRESS` (an event handler on
+    new incumbents and solved nodes)."""
+    import pyscipopt as ps
+
+    report = PROGRESS
+
+    class _Gap(ps.Eventhdlr):
+        last = 0.0
+
+        def eventinit(self):
+            self.model.catchEvent(ps.SCIP_EVENTTYPE.BESTSOLFOUND, self)
+            self.model.catchEvent(ps.SCIP_EVENTTYPE.NODESOLVED, self)
+
+        def eventexit(self):
+            self.model.dropEvent(ps.SCIP_EVENTTYPE.BESTSOLFOUND, self)
+            self.model.dropEvent(ps.SCIP_EVENTTYPE.NODESOLVED, self)
+
+        def eventexec(self, event):
+            now = time.perf_counter()
+            if now - self.last < 1.0:
+                return {}
+            self.last = now
+            m = self.model
+            pb, db = m.getPrimalbound(), m.getDualbound()
+            inc = f"incumbent {pb:.6g}" if abs(pb) < 1e19 else "no incumbent yet"
+            bnd = f"bound {db:.6g}" if abs(db) < 1e19 else "no bound yet"
+            gap = f"gap {m.getGap():.1%}, " if abs(pb) < 1e19 and abs(db) < 1e19 else ""
+            report(f"SCIP {m.getSolvingTime():.0f} s: {gap}{inc}, {bnd}, {m.getNNodes()} nodes")
+            return {}
+
+    s.includeEventhdlr(_Gap(), "milopt_progress", "milopt progress lines")
+
+
 def _version():
     import pyscipopt
 
@@ -217,6 +256,8 @@ def _run(model, opts):
                 s.setSolVal(sol, x, float(v.value))
         s.addSol(sol)
     build = time.perf_counter() - t0
+    if PROGRESS is not None:
+        _attach_progress(s)
     t1 = time.perf_counter()
     with _stdout_fd_silenced(not opts["verbose"]):
         s.optimize()
