@@ -19,7 +19,7 @@ for negative bags (weights inversely proportional to the number of positive bags
 negative instances); ``"balanced"`` uses inverse bag counts
 (:math:`C_I = C\,B / (2 B_{Y_I})`); ``None`` uses :math:`C_I = C`.
 
-**A provably valid big-M** (see docs/models/misvm_bigm.md).  Any feasible point bounds the
+**A provably valid big-M** (see docs/misvm_bigm.md).  Any feasible point bounds the
 optimum :math:`F^*`; the trivial points :math:`w = 0, b \in \{-1, 0, 1\}` give
 :math:`F_0 = \min(\sum_I C_I,\ 2\sum_{Y_I=+1} C_I,\ 2\sum_{Y_I=-1} C_I)` (a better incumbent
 value may be passed as ``upper_bound``).  At an optimum :math:`\tfrac12\lVert w\rVert^2 \le F_0`,

@@ -6,7 +6,7 @@ cached sparse matrix after an identity check, other rows from their expressions)
 ``generate_standard_repn(quadratic=True)`` gives the objective (linear part, constant, and the
 quadratic terms), and highspy writes the files.  Files written this
 way are read identically by HiGHS and SCIP: Pyomo's own ``.lp`` writer prints squared terms
-as ``x ^ 2``, which SCIP 10's LP reader rejects (SOLVER_NOTES.md).  Models with SOS or
+as ``x ^ 2``, which SCIP 10's LP reader rejects.  Models with SOS or
 indicator constraints, which highspy cannot represent, fall back to Pyomo's writers with the
 ``^ 2`` spacing repaired.
 
