@@ -75,14 +75,16 @@ def cmd_info(args) -> int:
 
     from milopt.runner import _header
 
+    from milopt.runner import DATA_PARAMS
+
     sets = parse_sets(args.set)
-    coords = sets.get("coords", 0) or 0
-    if isinstance(coords, bool) or not isinstance(coords, int) or coords < 0:
+    unknown = [k for k in sets if k not in ("coords", "header")]
+    if unknown:
         from milopt.errors import InvalidParameterError
 
-        raise InvalidParameterError(f"--set coords={coords}: expected the number of leading coordinate columns "
-                                    "(int >= 0)")
-    bags = load(args.data, coords=coords, header=_header(sets.get("header")))
+        raise InvalidParameterError(f"info: unknown key(s) {unknown}; accepted keys: coords, header")
+    data_kw = DATA_PARAMS.validate(dict(sets), "data")
+    bags = load(args.data, coords=data_kw.get("coords", 0) or 0, header=_header(data_kw.get("header")))
     info = data_info(bags)
     emit(info, args.json, "\n".join(f"{k}: {v}" for k, v in info.items()))
     return 0
@@ -142,7 +144,11 @@ def _time_limit_option(args, params: dict) -> dict:
     """``--time-limit T`` and ``--set time_limit=T`` are the same setting; refuse two different values."""
     params = dict(params)
     cli = getattr(args, "time_limit", None)
-    if cli is not None and "time_limit" in params and params["time_limit"] != cli:
+    if cli is not None and not cli > 0:
+        from milopt.errors import InvalidParameterError
+
+        raise InvalidParameterError(f"--time-limit {cli:g}: expected seconds > 0")
+    if cli is not None and "time_limit" in params and _seconds(params["time_limit"]) != cli:
         from milopt.errors import InvalidParameterError
 
         raise InvalidParameterError(f"--time-limit {cli:g} and --set time_limit={params['time_limit']} disagree; "
@@ -150,6 +156,19 @@ def _time_limit_option(args, params: dict) -> dict:
     if cli is not None:
         params["time_limit"] = cli
     return params
+
+
+def _seconds(value, what="--set time_limit"):
+    """A time limit given as text or number, as float seconds > 0 (or InvalidParameterError)."""
+    from milopt.errors import InvalidParameterError
+
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{what}={value}: expected seconds > 0") from None
+    if isinstance(value, bool) or not (v > 0 and math.isfinite(v)):
+        raise InvalidParameterError(f"{what}={value}: expected seconds > 0")
+    return v
 
 
 def _check_cv(cv) -> None:
@@ -233,13 +252,12 @@ def cmd_solve(args) -> int:
     if "time_limit" in params:  # --set time_limit=T is accepted as on `milopt fit`
         from milopt.errors import InvalidParameterError
 
-        tl = params.pop("time_limit")
-        if isinstance(tl, bool) or not isinstance(tl, (int, float)) or not tl > 0:
-            raise InvalidParameterError(f"--set time_limit={tl}: expected seconds > 0")
-        if args.time_limit is not None and float(tl) != args.time_limit:
+        raw = params.pop("time_limit")
+        tl = _seconds(raw)
+        if args.time_limit is not None and tl != args.time_limit:
             raise InvalidParameterError(f"--time-limit {args.time_limit:g} and --set time_limit={tl} disagree; "
                                         "give one of them")
-        args.time_limit = float(tl)
+        args.time_limit = tl
     if args.time_limit is not None and not args.time_limit > 0:
         from milopt.errors import InvalidParameterError
 
@@ -249,8 +267,11 @@ def cmd_solve(args) -> int:
                     warm_start=args.warm_start)
     keys = ["solver", "solver_version", "problem_class", "termination", "status", "objective", "bound", "gap",
             "wall_time", "iterations", "nodes", "build_seconds"]
-    lines = [f"{args.formulation} on {res['data']['name']}: " +
-             ", ".join(f"{k}={v}" for k, v in res["model_size"].items())]
+    if res.get("data") and res.get("model_size"):
+        lines = [f"{args.formulation} on {res['data']['name']}: " +
+                 ", ".join(f"{k}={v}" for k, v in res["model_size"].items())]
+    else:  # the time limit passed before the model was built
+        lines = [f"{args.formulation} on {args.data}: {(res.get('extra') or {}).get('message', 'not built')}"]
     lines += [f"  {k}: {_fmt(res.get(k))}" for k in keys]
     emit(res, args.json, "\n".join(lines))
     if res.get("termination") in ("error", "unknown"):
@@ -426,6 +447,14 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("milopt: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into a command that stopped reading (e.g. `| head`)
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 0
     except FileNotFoundError as exc:
         print(f"milopt: error: file not found: {exc.filename}", file=sys.stderr)
         return 2

@@ -175,7 +175,7 @@ def build_formulation(formulation: str, data: str, params: dict | None = None, b
     if scale:
         bags = standardize(bags)
     t0 = time.perf_counter()
-    model = form.build_model(bags, **typed)
+    model = form.make_model(bags, **typed)
     return model, bags, typed, time.perf_counter() - t0
 
 
@@ -230,7 +230,7 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
         backend = get_backend(solver)  # unknown / not installed: refuse before loading data or building
         cls = expected_class(form, params)
         if cls:
-            check_supported(backend, *cls)
+            check_supported(backend, *cls, formulation=form.name)
     if "warm_start" in form.params:  # the start is built with the model
         params = dict(params or {})
         given = parse_bool("warm_start", params.get("warm_start", warm_start if warm_start is not None else
@@ -239,11 +239,20 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
             raise InvalidParameterError("warm_start: --set warm_start and --warm-start/--no-warm-start disagree")
         params["warm_start"] = given
         warm_start = None
-    model, bags, typed, build_s = build_formulation(formulation, data, params, bags)
+    from milopt.solvers.budget import TimeLimitReached, alarm_at, expired_result
+
+    try:  # loading and building are stopped at the time limit too (the solver never starts)
+        with alarm_at(None if time_limit is None else t_start + time_limit):
+            model, bags, typed, build_s = build_formulation(formulation, data, params, bags)
+            size = model_size(model)
+    except TimeLimitReached:
+        out = expired_result(time_limit, t_start, solver).to_dict(log=False)
+        out.update({"formulation": formulation, "params": dict(params or {}), "model_size": None, "data": None,
+                    "build_seconds": time.perf_counter() - t_start, "warm_start_seconds": 0.0, "sense": ""})
+        return out
     if solver != "auto":
         cls, feats = classify(model)
-        check_supported(get_backend(solver), cls, feats)
-    size = model_size(model)
+        check_supported(get_backend(solver), cls, feats, form.name)
     start_s = 0.0
     if warm_start is None:
         warm_start = bool(getattr(model, "_milopt_start", False))

@@ -111,10 +111,20 @@ class Formulation:
         return self.params.resolve(params, self.name)
 
     def build(self, bags, **params):
-        """Validate ``params`` against the declaration and build the model."""
+        """Build the model with the declared defaults completed by ``params`` (validated); keys
+        the declaration does not list are passed to the builder unchanged."""
         extra = {k: params.pop(k) for k in list(params) if k not in self.params}
-        typed = self.validate(params)
-        return self.build_model(bags, **typed, **extra)
+        typed = self.resolve(params)
+        return self.make_model(bags, **typed, **extra)
+
+    def make_model(self, bags, **typed):
+        """``build_model`` with already validated parameters; the model records its formulation."""
+        model = self.build_model(bags, **typed)
+        try:
+            model._milopt_formulation = self.name
+        except AttributeError:  # pragma: no cover - a builder returning something else
+            pass
+        return model
 
     def problem_class(self, **params):
         """(problem class, features) of the model for ``params``, or None when unknown."""

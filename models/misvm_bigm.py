@@ -183,7 +183,7 @@ def incumbent(bags: Bags, C: float = 1.0, class_weight="kent-yu", norm: str = "l
     -------
     dict: ``w`` (d,), ``b``, ``objective`` F, ``source`` ('trivial', 'sil' or 'alternation').
     """
-    from milopt.estimators.misvm import sil_start
+    from milopt.numerics import sil_start
 
     norm = str(norm).lower()
     d = bags.n_features

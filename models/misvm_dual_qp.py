@@ -30,7 +30,8 @@ single-instance linear SVM (liblinear, bag labels copied to instances, balanced 
 weights); ``witness="first"`` the first instance of the bag.  ``build(..., witnesses=rows)``
 accepts any selection (one instance row per positive bag).
 
-**Building** (``form``): ``"matrix"`` (default) keeps the objective as the vector of ones and
+**Building** (``form``; default ``"auto"``: ``factor`` for the linear kernel, ``matrix`` for
+RBF): ``"matrix"`` keeps the objective as the vector of ones and
 the dense matrix :math:`Q = (yy^\top)\circ K_{EE}` (:func:`models._linear.add_quadratic_objective`):
 matrix-based backends (Ipopt, SCIP native, export) read them directly, and the Pyomo
 expression is only built if a Pyomo-based solver asks for it; ``"factor"`` writes :math:`\tfrac12\alpha^\top Q\alpha` as
@@ -61,8 +62,8 @@ PARAMS = {
     "class_weight": (str, "kent-yu", "kent-yu | balanced | none (as misvm-bigm)"),
     "slack": (str, "bag", "bag (Kent & Yu: one slack per negative bag) | instance (Andrews)"),
     "witness": (str, "sil", "sil (argmax of a SIL linear SVM) | first (first instance of each positive bag)"),
-    "form": (str, "matrix", "matrix (objective held as the matrix Q) | factor (u = L'(y.alpha), 1/2|u|^2) | "
-                            "dense (upper-triangle quicksum)"),
+    "form": (str, "auto", "auto (factor for linear, matrix for rbf) | matrix (objective held as the matrix Q) | "
+                          "factor (u = L'(y.alpha), 1/2|u|^2) | dense (upper-triangle quicksum)"),
 }
 
 
@@ -74,7 +75,7 @@ def default_witnesses(bags: Bags, rule="sil", random_state=0) -> np.ndarray:
     if rule == "first":
         return bags.bag_ptr[:-1][pos].copy()
     if rule == "sil":
-        from milopt.estimators.misvm import sil_start
+        from milopt.numerics import sil_start
 
         w, b = sil_start(bags, C=1.0, random_state=random_state)
         return segment_argmax(bags.X @ w + b, bags.bag_ptr)[pos]
@@ -82,7 +83,7 @@ def default_witnesses(bags: Bags, rule="sil", random_state=0) -> np.ndarray:
 
 
 def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight="kent-yu", slack="bag",
-          witness="sil", witnesses=None, form="matrix", **unused) -> pe.ConcreteModel:
+          witness="sil", witnesses=None, form="auto", **unused) -> pe.ConcreteModel:
     """Build the dual QP for ``bags`` and a witness selection.
 
     Parameters
@@ -95,7 +96,8 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
         Rule used when ``witnesses`` is not given.
     witnesses : array of int, optional
         Instance row of the witness of every positive bag (in bag order).
-    form : {'matrix', 'factor', 'dense'}
+    form : {'auto', 'matrix', 'factor', 'dense'}
+        ``auto``: ``factor`` for the linear kernel (rank d), ``matrix`` for RBF.
     """
     from milopt.algorithms.mi_heuristics import slack_structure
     from milopt.features.kernels import check_kernel, kernel_matrix
@@ -105,9 +107,11 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
                                     "(and witnesses)")
     if bags.n_classes > 2:
         raise InvalidParameterError("misvm-dual-qp: binary bag labels (0/1) are required")
-    if form not in ("matrix", "factor", "dense"):
-        raise InvalidParameterError(f"form: expected 'matrix', 'factor' or 'dense', got {form!r}")
+    if form not in ("auto", "matrix", "factor", "dense"):
+        raise InvalidParameterError(f"form: expected 'auto', 'matrix', 'factor' or 'dense', got {form!r}")
     kernel, gamma = check_kernel(kernel, gamma, bags.n_features)
+    if form == "auto":  # low rank d << n: factor; a full-rank kernel matrix: keep it as a matrix
+        form = "factor" if kernel == "linear" else "matrix"
     pos = np.flatnonzero(bags.y == 1)
     if witnesses is None:
         witnesses = default_witnesses(bags, witness)
@@ -143,8 +147,9 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
         add_linear_rows(m, "cap", A, avars, lb=0.0, ub=caps[multi], index=multi.tolist())
     if form == "matrix":
         # max Σα - ½ αᵀQα with Q = (y yᵀ) ∘ K_EE, held as matrices (models._linear.add_quadratic_objective)
-        Q = KE * np.outer(y, y)
-        add_quadratic_objective(m, "obj", avars, c=np.ones(n), Q=-Q, sense=pe.maximize)
+        negQ = np.outer(-y, y)
+        negQ *= KE                                   # -Q in one n x n array (no temporaries)
+        add_quadratic_objective(m, "obj", avars, c=np.ones(n), Q=negQ, sense=pe.maximize)
         quad = None
     lin = pe.quicksum(avars) if form != "matrix" else None
     if form == "factor":

@@ -257,13 +257,16 @@ def test_dcpca_null_steps_and_bundle_restart_follow_algorithm_1():
     seen_restarts = 0
     for h0, h1 in zip(r.history, r.history[1:]):
         if h0.get("step") == "null":          # B1 grows by one, B2 unchanged, no restart
+            assert "restart" not in h0
             assert h1["bundle1"] == h0["bundle1"] + 1 and h1["bundle2"] == h0["bundle2"]
-        elif h0.get("step") == "serious":
-            if h1["bundle2"] == 1:            # B2 only shrinks at a restart: both bundles reset
-                assert h1["bundle1"] == 1
-                seen_restarts += 1
-            else:                             # no restart: both within the threshold
-                assert h1["bundle2"] == h0["bundle2"] + 1 <= size and h1["bundle1"] <= size
+        elif h0.get("step") == "serious":     # B2 grows by one; a bundle beyond the size restarts
+            assert h0["bundle2_new"] == h0["bundle2"] + 1 and h0["bundle1_new"] <= h0["bundle1"] + 1
+            for k in (1, 2):
+                if h0[f"bundle{k}_new"] > size:
+                    assert k in h0["restart"] and h1[f"bundle{k}"] == 1
+                else:
+                    assert k not in h0["restart"] and h1[f"bundle{k}"] == h0[f"bundle{k}_new"]
+            seen_restarts += 1 in h0["restart"]
     assert seen_restarts == r.extra["restarts"]
     # null steps may grow B1 beyond the threshold until the next serious step
     assert r.extra["max_bundle"] > size

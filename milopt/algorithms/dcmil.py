@@ -46,8 +46,11 @@ Around a stability centre :math:`z` two bundles are kept,
 
 with :math:`g^{(2)}` the subgradient of :math:`f_2` at the centre (:math:`\alpha^{(2)} = 0`;
 the paper forces :math:`L(0)` to be this singleton); ``b2="all"`` (an option, not the paper's)
-instead minimises the full DC piecewise-affine model (eq. 10) by solving one QP per
-:math:`l \in L` (constraints shifted by :math:`+\alpha^{(2)}_l`) and keeping the best.  QP(I)
+instead minimises the difference of the two cutting-plane models,
+:math:`\max_i(g^{(1)\top}_i d - \alpha^{(1)}_i) - \max_l(g^{(2)\top}_l d - \alpha^{(2)}_l)
+= \min_l\max_i[\dots]` (an upper bound of eq. 10's :math:`\Gamma_k = \max_i\min_l[\dots]`), plus
+:math:`\tfrac12\lVert d\rVert^2`, by solving one QP per :math:`l \in L` (constraints shifted by
+:math:`+\alpha^{(2)}_l`) and keeping the best.  QP(I)
 is solved through its dual over the unit simplex (eqs. 11-12),
 :math:`\min_{\lambda\in\Delta}\ \tfrac12\lVert\sum_i\lambda_i a_i\rVert^2 + \sum_i\lambda_i\alpha_i`,
 :math:`a_i = g_i^{(1)} - g^{(2)}`, by an exact primal active-set method (:func:`simplex_qp`);
@@ -63,7 +66,8 @@ again [13-14]; once :math:`t\lVert\bar d\rVert \le \eta` make a *null step* [16-
 :math:`(g^{(1)}(z + t\bar d),\ f_1(z) - f_1(z + t\bar d) + t\,g^{(1)\top}_+\bar d)` to
 :math:`\mathcal B_1`, keep the centre.  §4: the bundle is restarted (to the subgradients at
 the centre) when its size exceeds ``bundle_size`` (100) *and* a new stability centre is
-obtained, i.e. only at a serious step; null steps may grow it beyond the threshold until then.
+obtained, i.e. only at a serious step (each bundle on its own size); null steps may grow
+:math:`\mathcal B_1` beyond the threshold until then.
 The run stops when the function-evaluation budget is spent (§4: 500 evaluations for the
 medium-size problems, 200 for the large ones; ``max_fev="auto"`` picks 200 for data with more
 than :data:`LARGE_FEATURES` features — the paper's large problems are the TST text sets with
@@ -456,11 +460,12 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
         problems; 'auto' chooses by the number of features, see :func:`resolve_budget`).
     bundle_size : int
         Bundle size threshold (paper: 100): when a serious step produces a new stability
-        centre and a bundle has more elements than this, both bundles restart from the
-        centre's subgradients (§4).
+        centre and a bundle has more elements than this, that bundle restarts from the
+        centre's subgradient (§4); ``extra['restarts']`` counts the restarts of B1.
     b2 : {'current', 'all'}
         'current': QP(I) with the f2 subgradient at the centre (the paper's QP(I));
-        'all': one QP per element of B2, keep the best (the full DC piecewise-affine model).
+        'all': one QP per element of B2, keep the best (minimises the difference of the two
+        cutting-plane models; not the paper's).
     max_iter : int, optional
         Cap on main iterations (default: unlimited, the evaluation budget governs).
     history : bool
@@ -570,11 +575,16 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
             G2 = [gp2] + list(G2)
             A2 = [0.0] + A2a.tolist()
             lam_prev = None
-            # §4: restart when the bundle exceeds its size and a new stability centre is obtained
-            if len(G1) > bundle_size or len(G2) > bundle_size:
+            # §4: a bundle that exceeds its size is restarted when a new stability centre is obtained
+            rec["bundle1_new"], rec["bundle2_new"] = len(G1), len(G2)
+            rec["restart"] = []
+            if len(G1) > bundle_size:
                 G1, A1 = [gp1], [0.0]
-                G2, A2 = [gp2], [0.0]
+                rec["restart"].append(1)
                 restarts += 1
+            if len(G2) > bundle_size:
+                G2, A2 = [gp2], [0.0]
+                rec["restart"].append(2)
         else:                                       # steps 16-18: null step at z + t d
             null += 1
             gp1 = obj.subgradient1(et)
@@ -621,7 +631,9 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
         solver="dca+<backend>", problem_class="native"; ``extra`` as :func:`dcpca` plus
         ``subproblems`` and ``solver_seconds``.
     """
-    from milopt.models import dcmil_dca as mod
+    from milopt import models
+
+    mod = models.get("dcmil-dca")
     from milopt.solvers import solve
     from milopt.solvers.result import SolutionStatus, SolveResult, Termination
 

@@ -1,9 +1,9 @@
 r"""pdMISVM: the primal-dual multi-instance SVM solved by a multi-block ADMM.
 
 Paper: H. Seo, L. Brand, L. Saldana Barco, H. Wang, "Scaling multi-instance support vector
-machine to breast cancer detection on the BreaKHis dataset", *Bioinformatics* 38 (2022), after
-L. Brand, H. Seo, L. Saldana Barco, H. Wang, "A fast primal-dual multi-instance SVM for big data
-classifications", ICDM 2021.  Reference implementation: ``minds-mines/pdMISVM.jl``.
+machine to breast cancer detection on the BreaKHis dataset", *Bioinformatics* 38 (2022), i92 ff.
+(equation and section numbers below refer to it), after L. Brand, H. Seo, L. Saldana Barco,
+H. Wang, "A linear primal-dual multi-instance SVM for big data classifications", ICDM 2021.  Reference implementation: ``minds-mines/pdMISVM.jl``.
 
 Objective (eq. 1), ``K`` classes, bag :math:`X_i` (columns = instances), :math:`Y_{im} = +1`
 when bag ``i`` has class ``m`` and :math:`-1` otherwise:

@@ -141,6 +141,8 @@ def assess(df: pd.DataFrame, solu: dict | None = None) -> pd.DataFrame:
                 if sgn * (obj - v) > tol:
                     src = {"opt": "the .solu optimum", "best": "the .solu best known value"}.get(rk, "a verified run")
                     reasons.append(f"wrong optimum: {obj:.10g}, {src} is {v:.10g}")
+                elif ver == "unchecked" and sgn * (v - obj) > tol:
+                    reasons.append(f"objective {obj:.10g} beats the best known value {v:.10g} and no .sol verifies it")
                 elif rk == "opt" and sgn * (v - obj) > tol and ver == "yes":
                     flags.append(f"objective {obj:.10g} better than the recorded optimum {v:.10g}")
         b = _f(r.get("bound"))

@@ -218,8 +218,12 @@ def summary_table(df: pd.DataFrame, shift: float = SHIFT) -> pd.DataFrame:
                      if all_solved else float("nan")})
     out = pd.DataFrame(rows)
     if len(out):
-        best = out.groupby("kind")["sgm_time"].transform("min")
-        out.insert(out.columns.get_loc("sgm_time") + 1, "sgm_ratio", out["sgm_time"] / best)
+        # ratios as in Mittelmann's tables: over a common set of problems (sgm_common for solves)
+        base = out["sgm_time"].copy()
+        if "sgm_common" in out:
+            base = base.where(out["kind"] != "solve", out["sgm_common"])
+        best = base.groupby(out["kind"]).transform("min")
+        out.insert(out.columns.get_loc("sgm_time") + 1, "sgm_ratio", base / best)
     return out
 
 
@@ -404,11 +408,11 @@ def _plt():
 
 
 LINESTYLES = ["-", "--", "-.", ":"]
-MARKERS = ["o", "s", "^", "v", "D", "x", "+", "*", "P", "h", "<", ">"]
+MARKERS = ["o", "s", "^", "v", "D", "x", "+", "*", "P", "h", "<"]  # 11: coprime with the 4 line styles
 
 
 def contender_style(k: int) -> dict:
-    """Line style and marker of the k-th contender: 4 line styles x 12 markers, so that more
+    """Line style and marker of the k-th contender: 4 line styles x 11 markers (44 pairs), so that more
     than ten contenders stay apart without colour."""
     return {"linestyle": LINESTYLES[k % len(LINESTYLES)], "marker": MARKERS[k % len(MARKERS)]}
 
@@ -711,7 +715,7 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
     if plot_gap_over_time(df, refs, outdir / "gap_time.png"):
         files["gap_time"] = str(outdir / "gap_time.png")
     existing = read_solu(solu_in if solu_in is not None else outdir / "best.solu")
-    trusted = df[~df["failure"].str.contains("wrong optimum|not verified", regex=True)]
+    trusted = df[~df["failure"].str.contains("wrong optimum|not verified|no .sol verifies", regex=True)]
     entries, conflicts = solu_entries(trusted, existing)
     write_solu(outdir / "best.solu", entries)
     files["solu"] = str(outdir / "best.solu")
@@ -739,7 +743,8 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
            "Unsolved runs are charged their time limit. sgm = shifted geometric mean (shift "
            f"{shift:g} s): `sgm_time` over the runs a contender was given, `sgm_common` over the problems every "
            "solve contender was given, `sgm_all_solved` over those every contender solved; `virtual best`: per "
-           "problem the fastest solved run; sgm_ratio relative to the best of its kind.", ""]
+           "problem the fastest solved run; sgm_ratio: `sgm_common` (solves) or `sgm_time` (fits) relative to the best "
+           "of its kind.", ""]
     solve_s = summ[summ["kind"] == "solve"].dropna(axis=1, how="all") if len(summ) else summ
     fit_s = summ[summ["kind"] == "fit"].dropna(axis=1, how="all") if len(summ) else summ
     if len(solve_s):

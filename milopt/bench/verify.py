@@ -10,7 +10,10 @@ A benchmark result counts as solved only when it is verified (docs/library.md):
    checked on the Pyomo model (at most one nonzero per set; the implied row when the
    indicator is active).
 2. **Objective recomputed**: :math:`c^\top x + \tfrac12 x^\top Q x + c_0` must equal the
-   objective the solver reported within ``OBJ_TOL`` = 1e-6 relative.
+   objective the solver reported within ``OBJ_TOL`` = 1e-5 relative to :math:`\max(1, |f|)`
+   (SCIP carries a quadratic objective as an epigraph row :math:`t \ge \tfrac12 x^\top Q x`
+   satisfied only to its feasibility tolerance 1e-6, so its reported value may differ by
+   that much; the recomputed value is the one compared with best known values).
 3. **Agreement with the .solu** (done in the report): the objective is compared with the
    best known value within the benchmark's gap tolerance.
 
@@ -28,7 +31,7 @@ import numpy as np
 from milopt.errors import InvalidParameterError
 
 FEAS_TOL = 1e-6
-OBJ_TOL = 1e-6
+OBJ_TOL = 1e-5
 
 
 def _rel_excess(val, lo, hi):

@@ -74,6 +74,8 @@ def normalise_labels(y, name="y") -> np.ndarray:
     if arr.size and not np.all(arr == np.round(arr)):
         raise InvalidDataError(f"{name}: labels must be integers (0/1, -1/1 or class ids 0..K-1), got "
                                f"{_plain(np.unique(arr)[:6])}")
+    if arr.size and np.max(np.abs(arr)) >= 2 ** 31:
+        raise InvalidDataError(f"{name}: labels must be 0/1, -1/1 or small class ids, got {_plain(np.max(np.abs(arr)))}")
     out = arr.astype(np.int64)
     vals = set(np.unique(out).tolist())
     if vals <= {-1, 1} and -1 in vals:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from milopt.errors import InvalidParameterError
+from milopt.params import coerce
 
 GENERATOR_MODULES = [
     "milopt.data.generators",
@@ -59,8 +60,6 @@ def generate(spec: str):
     if name not in gens:
         raise InvalidParameterError(f"unknown generator {name!r}; available: {', '.join(sorted(gens))}")
     func = gens[name].func
-    from milopt.runner import coerce
-
     params = {k: coerce(v) for k, v in parse_qsl(query, keep_blank_values=True)}
     sig = inspect.signature(func)
     accepts_kw = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())

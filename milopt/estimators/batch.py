@@ -1,5 +1,9 @@
 r"""Batch-wise classifiers of Vural et al. (JMLR 2009): BatchSVM, BatchSVM_cont, BatchProb, PSVM, BatchPSVM.
 
+V. Vural, G. Fung, B. Krishnapuram, J. G. Dy, B. Rao, "Using local dependencies within batches to
+improve large margin classifiers", JMLR 10 (2009); equation and section numbers refer to it.
+PSVM: G. Fung, O. L. Mangasarian, "Proximal support vector machine classifiers", KDD 2001.
+
 ``milopt fit`` names (all need instance coordinates ``Bags.coords`` except ``psvm`` and
 ``svm-l1``; the CLI refuses the others on data without coordinates before fitting):
 

@@ -84,6 +84,8 @@ class FormulationClassifier(MILClassifier):
         if point is not None:
             form.warm_start(model, *point)
             return True
+        if "warm_start" in form.params:  # the formulation builds its own start
+            return bool(getattr(model, "_milopt_meta", {}).get("warm_start", self.warm_start))
         if self.warm_start and form.default_start is not None:
             form.default_start(model)
             return True
@@ -101,7 +103,7 @@ class FormulationClassifier(MILClassifier):
         typed = form.validate(self._model_params())
         t_start = time.perf_counter()  # time_limit covers the start, the build and the solve
         point, extra = self._start(bags, typed) if self.warm_start else (None, {})
-        model = form.build_model(bags, **typed, **extra)
+        model = form.make_model(bags, **typed, **extra)
         started = self._apply_start(form, model, point)
         limit, res = self.time_limit, None
         if limit is not None:

@@ -25,7 +25,8 @@ PRESETS = {
 
 
 class PDMISVMClassifier(MILClassifier):
-    """Primal-dual multi-instance SVM (Seo, Brand et al., Bioinformatics 2022; Brand et al., ICDM 2021).
+    """Primal-dual multi-instance SVM (Seo, Brand, Saldana Barco, Wang, "Scaling multi-instance support vector
+    machine to breast cancer detection on the BreaKHis dataset", Bioinformatics 2022; Brand et al., ICDM 2021).
 
     K-class objective (eq. 1) solved by the multi-block ADMM of Algorithm 1; prediction by
     eq. 2 (the class with the largest maximal instance response).  Binary MIL is K = 2.

@@ -569,6 +569,7 @@ def _register():
 
     register_backend(Backend(
         name="bnb", classes=frozenset({"MIQP", "QP"}), module="numpy", generic=False, run=_run, version=_version,
+        formulations=("misvm-bigm",),
         description="milopt's branch and bound over witness selections for MI-SVM (misvm-bigm, l2, linear)"))
 
 

@@ -187,19 +187,3 @@ register_backend(Backend(
     name="gurobi", classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS"}),
     module="gurobipy", run=_run_gurobi, version=_gurobi_version,
     description="Gurobi (commercial; optional, used when gurobipy is installed)"))
-
-
-# ------------------------------------------------------------------------ Ipopt
-try:  # the cyipopt bridge lives in its own module (continuous LP/QP only)
-    import milopt.solvers.ipopt_backend  # noqa: F401
-except ModuleNotFoundError as _exc:  # pragma: no cover - module not written yet
-    if _exc.name != "milopt.solvers.ipopt_backend":
-        raise
-
-try:  # SCIP through PySCIPOpt directly: indicator constraints (see scip_native.py)
-    import milopt.solvers.scip_native  # noqa: F401
-except ModuleNotFoundError as _exc:  # pragma: no cover
-    if _exc.name != "milopt.solvers.scip_native":
-        raise
-
-import milopt.solvers.bnb  # noqa: F401,E402  (registers the MI-SVM branch and bound "bnb")

@@ -201,6 +201,16 @@ def _cached_objective(qc, cols: _Columns):
     cg = np.zeros(n)
     cg[glob] = c[F]
     Qg = None
+    m = glob.size
+    if (Q is not None and not sp.issparse(Q) and X.size == 0 and m
+            and np.array_equal(glob, np.arange(glob[0], glob[0] + m))):
+        # dense matrix over contiguous columns: CSC straight from the column-major data (no COO)
+        k0 = int(glob[0])
+        indptr = np.concatenate([np.zeros(k0 + 1, dtype=np.int64), np.arange(1, m + 1, dtype=np.int64) * m,
+                                 np.full(n - k0 - m, m * m, dtype=np.int64)])
+        indices = np.tile(np.arange(k0, k0 + m, dtype=np.int32), m)
+        Qg = sp.csc_matrix((np.asarray(Q, dtype=float).ravel(order="F"), indices, indptr), shape=(n, n))
+        return cg, c0, Qg
     if Q is not None:
         QF = Q if X.size == 0 else (Q[np.ix_(F, F)] if not sp.issparse(Q) else sp.csc_matrix(Q)[F][:, F])
         QF = sp.coo_matrix(QF)
@@ -397,9 +407,9 @@ def export(model, path, *, names: bool = True) -> dict:
         target = Path(tmp) / ("model" + fmt)
         if getattr(model, "_milopt_indicators", None):
             # indicator constraints exist only as milopt declarations: SCIP's writers hold them
-            from milopt.solvers.scip_native import write as scip_write
+            from milopt.solvers.driver import get_backend
 
-            size = scip_write(model, target)
+            size = get_backend("scip-native").write(model, target)
         elif _has_special(model):
             size = _pyomo_write(model, target, fmt)
         else:

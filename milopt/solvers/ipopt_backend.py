@@ -85,19 +85,50 @@ def _ipopt_version() -> str:
     return f"{iv} (cyipopt {cyipopt.__version__})"
 
 
+def _hessian(Q):
+    """(Q for products, (rows, cols, values) of its lower triangle).  A Q that is dense over a
+    block of columns (a kernel matrix held as a matrix objective) stays a dense block: products
+    by BLAS, triangle indices by ``np.tril_indices`` instead of sparse conversions of n² entries."""
+    Q = sp.csc_matrix(Q)
+    cols = np.flatnonzero(np.diff(Q.indptr))
+    m = cols.size
+    if m and Q.nnz == m * m and cols[-1] - cols[0] == m - 1:
+        k0 = int(cols[0])
+        block = Q[:, k0:k0 + m]
+        if np.array_equal(block.indices[:m], np.arange(k0, k0 + m)) and np.all(np.diff(block.indptr) == m):
+            D = block.data.reshape(m, m).T          # column-major data -> row-major block (symmetric)
+            r, c = np.tril_indices(m)
+            return _DenseBlock(D, k0, Q.shape[0]), (r.astype(np.int32) + k0, c.astype(np.int32) + k0, D[r, c])
+    Qc = sp.csr_matrix(Q)
+    L = sp.tril(Qc, format="coo")
+    return Qc, (L.row.astype(np.int32), L.col.astype(np.int32), L.data.astype(float))
+
+
+class _DenseBlock:
+    """A symmetric matrix that is zero except for a dense block on columns/rows k0..k0+m-1."""
+
+    def __init__(self, D, k0, n):
+        self.D, self.k0, self.n = np.ascontiguousarray(D), k0, n
+
+    def __matmul__(self, x):
+        out = np.zeros(self.n)
+        s = slice(self.k0, self.k0 + self.D.shape[0])
+        out[s] = self.D @ x[s]
+        return out
+
+
 class _QPCallbacks:
     """cyipopt callbacks for min cᵀx + ½xᵀQx + c0 s.t. linear rows (exact derivatives)."""
 
     def __init__(self, c, c0, Q, A, history: list):
         self.c = c
         self.c0 = c0
-        self.Q = None if Q is None or Q.nnz == 0 else sp.csr_matrix(Q)
+        self.Q = None if Q is None or Q.nnz == 0 else Q
         A = sp.coo_matrix(A)
         self.jrow, self.jcol, self.jval = A.row.astype(np.int32), A.col.astype(np.int32), A.data.astype(float)
         self.A = sp.csr_matrix(A)
         if self.Q is not None:
-            L = sp.tril(self.Q, format="coo")
-            self.hrow, self.hcol, self.hval = L.row.astype(np.int32), L.col.astype(np.int32), L.data.astype(float)
+            self.Q, (self.hrow, self.hcol, self.hval) = _hessian(self.Q)
         else:
             self.hrow = self.hcol = np.zeros(0, dtype=np.int32)
             self.hval = np.zeros(0)

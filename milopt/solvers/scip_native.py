@@ -216,5 +216,5 @@ def _run(model, opts):
 
 register_backend(Backend(
     name="scip-native", classes=frozenset({"LP", "MILP", "QP", "MIQP", "SOS", "INDICATOR"}), module="pyscipopt",
-    run=_run, version=_version,
+    run=_run, version=_version, write=write,
     description="SCIP via PySCIPOpt directly from the matrix form (adds indicator constraints Pyomo cannot pass)"))
