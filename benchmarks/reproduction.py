@@ -231,26 +231,33 @@ def _f(x):
     return v
 
 
-def table(path) -> str:
-    """Markdown: one row per (data, method) from the per-fold CSV."""
-    with open(path, newline="") as fh:
-        rows = list(csv.DictReader(fh))
+def table(paths) -> str:
+    """Markdown: one row per (data, method, run) from per-fold CSVs (``paths``: comma-separated;
+    the run is the file's stem, shown when there are several files)."""
+    rows = []
+    paths = paths.split(",")
+    for path in paths:
+        with open(path, newline="") as fh:
+            rows += [{**r, "run": os.path.splitext(os.path.basename(path))[0]} for r in csv.DictReader(fh)]
+    several = len(paths) > 1
     order, groups = [], {}
     for r in rows:
-        key = (r["data"], r["method"])
+        key = (r["data"], r["method"], r["run"])
         if key not in groups:
             order.append(key)
             groups[key] = []
         groups[key].append(r)
-    lines = ["| data | method | folds run | bag accuracy | bag AUC | s / fit | chosen values (folds) | note |",
-             "|---|---|---|---|---|---|---|---|"]
+    head = "| data | method | " + ("run | " if several else "") + \
+        "folds run | bag accuracy | bag AUC | s / fit | chosen values (folds) | note |"
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for key in sorted(order, key=lambda k: (k[0], order.index(k))):
         g = groups[key]
         ok = [r for r in g if r["status"] == "ok"]
         measured = {r["fold"] for r in g if not r["status"].startswith("skipped")}
         g = [r for r in g if not (r["status"].startswith("skipped") and r["fold"] in measured)]
         if not ok:
-            lines.append(f"| {key[0]} | {key[1]} | 0 | – | – | – | – | {g[0]['status']} |")
+            lines.append(f"| {key[0]} | {key[1]} | " + (f"{key[2]} | " if several else "")
+                         + f"0 | – | – | – | – | {g[0]['status']} |")
             continue
         acc = np.array([_f(r["bag_accuracy"]) for r in ok])
         auc = np.array([_f(r["bag_auc"]) for r in ok])
@@ -265,7 +272,7 @@ def table(path) -> str:
         terms = sorted({r["termination"] for r in ok if r.get("termination")})
         note = "; ".join(notes + ([f"termination: {', '.join(terms)}"] if terms else []))
         k = int(ok[0]["folds"])
-        lines.append(f"| {key[0]} | {key[1]} | {len(ok)}/{k} | {np.nanmean(acc):.3f} ± {np.nanstd(acc):.3f} | "
+        lines.append(f"| {key[0]} | {key[1]} | " + (f"{key[2]} | " if several else "") + f"{len(ok)}/{k} | {np.nanmean(acc):.3f} ± {np.nanstd(acc):.3f} | "
                      f"{np.nanmean(auc):.3f} ± {np.nanstd(auc):.3f} | {np.nanmean(fit):.2f} | {ch} | {note} |")
     return "\n".join(lines)
 
@@ -282,7 +289,8 @@ def main(argv=None):
     ap.add_argument("--method-budget", type=float, default=None,
                     help="wall seconds per (data, method); later folds are skipped once used")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="reproduction.csv", help="per-fold CSV, appended to (default reproduction.csv)")
+    ap.add_argument("--out", default="reproduction.csv",
+                    help="per-fold CSV, appended to (default reproduction.csv); with --table, several comma-separated")
     ap.add_argument("--table", action="store_true", help="only print the Markdown table of --out")
     args = ap.parse_args(argv)
     if args.methods is None and not args.table:
