@@ -21,6 +21,7 @@ def _module():
     return mod
 
 
+@pytest.mark.slow  # ~3 s of CPU, but > 20 s wall on a loaded 2-core machine
 def test_reproduction_script_writes_per_fold_rows_and_a_table(tmp_path, capsys):
     if not SCRIPT.exists():
         pytest.skip("benchmarks/ not shipped")
