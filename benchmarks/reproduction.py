@@ -131,7 +131,7 @@ def done_keys(path):
         return set()
     with open(path, newline="") as fh:
         return {(r["data"], r["method"], r["fold"]) for r in csv.DictReader(fh)
-                if not r["status"].startswith("skipped")}  # skipped folds are run by a rerun
+                if r["status"] == "ok" or r["status"].startswith("not applicable")}  # a rerun retries the rest
 
 
 def append(path, row):
@@ -212,7 +212,9 @@ def run(args):
                 except KeyboardInterrupt:
                     raise
                 except Exception as exc:  # a failing method is a row of the table, not the end of the run
-                    row, status = {}, f"error: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [""]
+                    msg = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+                    row, status = {}, f"error: {type(exc).__name__}: {msg[:300]}"
                 used += time.perf_counter() - t0
                 append(args.out, {**base, **row, "status": status})
                 if status == "ok":
@@ -251,10 +253,16 @@ def table(paths) -> str:
         "folds run | bag accuracy | bag AUC | s / fit | chosen values (folds) | note |"
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for key in sorted(order, key=lambda k: (k[0], order.index(k))):
-        g = groups[key]
+        g, seen = [], set()
+        for r in groups[key]:  # a fold measured twice (two runs appending to one CSV) counts once
+            if r["status"] == "ok":
+                if r["fold"] in seen:
+                    continue
+                seen.add(r["fold"])
+            g.append(r)
         ok = [r for r in g if r["status"] == "ok"]
-        measured = {r["fold"] for r in g if not r["status"].startswith("skipped")}
-        g = [r for r in g if not (r["status"].startswith("skipped") and r["fold"] in measured)]
+        measured = {r["fold"] for r in ok}  # a skipped or failed fold that a rerun measured counts as measured
+        g = [r for r in g if r["status"] == "ok" or r["fold"] not in measured]
         if not ok:
             lines.append(f"| {key[0]} | {key[1]} | " + (f"{key[2]} | " if several else "")
                          + f"0 | – | – | – | – | {g[0]['status']} |")
