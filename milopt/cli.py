@@ -93,14 +93,14 @@ def cmd_info(args) -> int:
 def cmd_list(args) -> int:
     from milopt.data import generators
     from milopt.estimators.registry import methods
-    from milopt.models import available
+    from milopt.models import formulations
     from milopt.solvers import backends
 
     out = {
-        "methods": {n: {"doc": s.doc, "keys": s.keys(), "needs": list(s.needs)} for n, s in sorted(methods().items())},
-        "formulations": {n: {"doc": (m.__doc__ or "").strip().split("\n")[0],
-                             "keys": {k: v[2] for k, v in getattr(m, "PARAMS", {}).items()}}
-                         for n, m in sorted(available().items())},
+        "methods": {n: {"doc": s.doc, "keys": s.keys(), "needs": list(s.needs), "params": s.params.summary()}
+                    for n, s in sorted(methods().items())},
+        "formulations": {n: {"doc": f.doc, "keys": f.params.help(), "params": f.params.summary()}
+                         for n, f in sorted(formulations().items())},
         "solvers": {n: {"installed": b.available(), "classes": sorted(b.classes), "description": b.description}
                     for n, b in sorted(backends().items())},
         "generators": {n: g.doc for n, g in sorted(generators().items())},

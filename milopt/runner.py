@@ -6,7 +6,6 @@ or ``gen:NAME?k=v``) and return plain dictionaries ready for JSON.
 """
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -16,7 +15,7 @@ from milopt.data.loading import load
 from milopt.errors import InvalidDataError, InvalidParameterError
 from milopt.jsonutil import finite
 from milopt.numerics import standardize
-from milopt.params import Bool, Int, ParamSet, Str, coerce  # noqa: F401  (coerce: former home)
+from milopt.params import Bool, Int, ParamSet, Str, coerce  # noqa: F401  (coerce: its former home)
 
 #: keys of ``--set`` that describe the data rather than the method or formulation
 DATA_PARAMS = ParamSet(

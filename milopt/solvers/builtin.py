@@ -122,7 +122,7 @@ def _run_highs(model, opts):
 
     thr = opts["threads"]
     if thr is not None and _HIGHS_THREADS[0] is not None and thr != _HIGHS_THREADS[0]:
-        highspy.Highs.resetGlobalScheduler(True)  # scheduler re-initialisation (docs/solvers.md)
+        highspy.Highs.resetGlobalScheduler(True)  # docs/solvers.md: scheduler re-initialisation
     if thr is not None:
         _HIGHS_THREADS[0] = thr
     native = {"output_flag": bool(opts["verbose"])}
@@ -157,17 +157,6 @@ def _scip_version():
 
 
 def _run_scip(model, opts):
-    if opts["problem_class"] in ("LP", "MILP", "QP", "MIQP"):
-        # linear rows and a linear or quadratic objective: hand the matrix form to SCIP directly
-        # (scip_native.build_scip; several times faster than Pyomo's term-by-term hand-off, which
-        # counts against the time limit, and SCIP's log then never passes through a pipe)
-        import dataclasses
-
-        from milopt.solvers import scip_native
-
-        res = scip_native._run(model, opts)
-        return dataclasses.replace(res, solver="scip", solver_version=_scip_version(),
-                                   extra={**res.extra, "interface": "pyscipopt (matrix form)"})
     # Keep SCIP quiet: its log goes through a pipe and blocks once it exceeds ~64 KiB.
     native = {"display/verblevel": 4 if opts["verbose"] else 0}
     if opts["verbose"]:

@@ -18,14 +18,10 @@ declares the feature ``INDICATOR`` so that the driver refuses every backend but 
 
 A quadratic objective is moved into an epigraph variable (SCIP objectives are linear):
 min cᵀx + t + c0 s.t. t ≥ ½xᵀQx.  SCIP is called in-process with its output off unless
-``verbose`` (no pipe is involved, so the log-pipe blocking of docs/solvers.md cannot happen).
+``verbose`` (no pipe is involved, so SCIP cannot block on a full log pipe; docs/solvers.md).
 """
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
-import threading
 import time
 
 import numpy as np
@@ -48,69 +44,6 @@ _STATUS = {
     "userinterrupt": Termination.INTERRUPTED,
     "memlimit": Termination.ERROR,
 }
-
-
-@contextlib.contextmanager
-def _stdout_fd_silenced(on: bool):
-    """Point file descriptor 1 at /dev/null (main thread only): SCIP prints "pressed CTRL-C ..."
-    from its signal handler even with its output hidden, which would land in the command's
-    standard output (JSON) on Ctrl-C."""
-    if not on or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-    except (OSError, ValueError, AttributeError):
-        yield
-        return
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(null)
-
-
-#: callable(str) receiving progress lines while SCIP solves (set by ``milopt fit --progress`` /
-#: a terminal); None: no event handler is attached
-PROGRESS = None
-
-
-def _attach_progress(s):
-    """Report SCIP's gap at most once a second through :data:`PROGRESS` (an event handler on
-    new incumbents and solved nodes)."""
-    import pyscipopt as ps
-
-    report = PROGRESS
-
-    class _Gap(ps.Eventhdlr):
-        last = 0.0
-
-        def eventinit(self):
-            self.model.catchEvent(ps.SCIP_EVENTTYPE.BESTSOLFOUND, self)
-            self.model.catchEvent(ps.SCIP_EVENTTYPE.NODESOLVED, self)
-
-        def eventexit(self):
-            self.model.dropEvent(ps.SCIP_EVENTTYPE.BESTSOLFOUND, self)
-            self.model.dropEvent(ps.SCIP_EVENTTYPE.NODESOLVED, self)
-
-        def eventexec(self, event):
-            now = time.perf_counter()
-            if now - self.last < 1.0:
-                return {}
-            self.last = now
-            m = self.model
-            pb, db = m.getPrimalbound(), m.getDualbound()
-            inc = f"incumbent {pb:.6g}" if abs(pb) < 1e19 else "no incumbent yet"
-            bnd = f"bound {db:.6g}" if abs(db) < 1e19 else "no bound yet"
-            gap = f"gap {m.getGap():.1%}, " if abs(pb) < 1e19 and abs(db) < 1e19 else ""
-            report(f"SCIP {m.getSolvingTime():.0f} s: {gap}{inc}, {bnd}, {m.getNNodes()} nodes")
-            return {}
-
-    s.includeEventhdlr(_Gap(), "milopt_progress", "milopt progress lines")
 
 
 def _version():
@@ -256,11 +189,8 @@ def _run(model, opts):
                 s.setSolVal(sol, x, float(v.value))
         s.addSol(sol)
     build = time.perf_counter() - t0
-    if PROGRESS is not None:
-        _attach_progress(s)
     t1 = time.perf_counter()
-    with _stdout_fd_silenced(not opts["verbose"]):
-        s.optimize()
+    s.optimize()
     wall = time.perf_counter() - t0
     status = s.getStatus()
     term = _STATUS.get(status, Termination.UNKNOWN)
