@@ -145,6 +145,8 @@ def test_export_reread_reaches_optimum(name, params, fmt, tmp_path):
     assert _scip_optimum(path) == pytest.approx(ref, rel=REL, abs=ABS)
     if "SOS" in feats or "INDICATOR" in feats:
         return  # HiGHS has no SOS or indicator constraints (documented in the module docstring)
+    if "QC" in cls:
+        return  # HiGHS reads no quadratic constraints (QCMATRIX sections); SCIP's re-read is the check
     assert _highs_optimum(path, m, cls) == pytest.approx(ref, rel=REL, abs=ABS)
 
 
