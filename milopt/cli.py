@@ -171,6 +171,15 @@ def _seconds(value, what="--set time_limit"):
     return v
 
 
+def _solver_progress(report) -> None:
+    """Let solvers that can report their gap while they run (SCIP) print through ``report``."""
+    try:
+        from milopt.solvers import scip_native
+    except ImportError:  # pragma: no cover - pyscipopt missing: nothing reports
+        return
+    scip_native.PROGRESS = report
+
+
 def _check_cv(cv) -> None:
     from milopt.errors import InvalidParameterError
 
@@ -188,6 +197,8 @@ def cmd_fit(args) -> int:
     if not args.quiet and (args.progress or sys.stderr.isatty()):
         def progress(fold, k):
             print(f"milopt: fold {fold + 1}/{k}", file=sys.stderr, flush=True)
+
+        _solver_progress(lambda line: print(f"milopt:   {line}", file=sys.stderr, flush=True))
     res = run_fit(args.method, args.data, params=params, cv=args.cv, seed=args.seed,
                   **({"progress": progress} if progress is not None else {}))
     data_keys = {"coords", "scale", "header"}

@@ -29,6 +29,7 @@ from milopt.params import ParamSet
 #: public name -> module (relative to milopt.models): the built-in catalogue
 FORMULATIONS = {
     "misvm-bigm": "misvm_bigm",
+    "misvm-hull": "misvm_hull",
     "batchsvm-lp": "batchsvm_lp",
     "batchprob-lp": "batchprob_lp",
     "misvm-dual-qp": "misvm_dual_qp",

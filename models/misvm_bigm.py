@@ -39,6 +39,15 @@ off an optimal solution.  mildsvm's choice :math:`L = 100 \sum_{\text{columns}} 
   :math:`|w^\top (z_i - z_j)| \le \lVert w\rVert_1 \lVert z_i - z_j\rVert_\infty`, so
   :math:`L_{I,i} = F_0 \max_{j \in I}\lVert z_i - z_j\rVert_\infty` (computed exactly per
   feature from the bag's minimum and maximum) is valid.
+**Strengthening** (``strengthen=``, docs/misvm_bigm.md "Strengthening and warm start"): from an
+incumbent objective F (``warm_start`` computes one: :func:`incumbent`), every solution with
+objective ≤ F has :math:`\lVert w\rVert \le T = \sqrt{2F}`, :math:`\xi_I \le F/C_I`, b between the
+bounds obtained by averaging the margin rows of the negative bags and of the positive bags'
+witnesses, and scores :math:`w^\top z_i + b \ge lo_i`; hence the smaller valid big-M
+:math:`L_{I,i} = \min(T D_i, 1 - lo_i)` with the exact bag diameter :math:`D_i`
+(:func:`incumbent_bounds`).  ``reduce`` drops instances inside the convex hull of the rest of
+their bag (:func:`hull_interior`): their score never exceeds the bag's maximum.
+
 * ``disjunction="sos1"``: the margin row of a positive-bag instance gets its own slack
   :math:`s_i \ge 0` instead of :math:`L_{I,i}\zeta_{I,i}`, with :math:`u_i = 1 - \zeta_{I,i}` and a
   special ordered set of type 1 over :math:`(s_i, u_i)` (at most one nonzero): a witness

@@ -381,6 +381,8 @@ def _clean(name: str) -> str:
 def _has_special(model) -> bool:
     if any(True for _ in model.component_data_objects(pe.SOSConstraint, active=True)):
         return True
+    if str(getattr(model, "_milopt_class", "") or "").endswith("QCQP"):
+        return True  # quadratic rows: extract() takes linear rows only
     return bool(getattr(model, "_milopt_features", ()))
 
 
