@@ -151,6 +151,10 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     folds = list(bag_folds(bags, int(cv), seed))
     if fold is not None and not (0 <= fold < len(folds)):
         raise InvalidParameterError(f"fold: expected 0..{len(folds) - 1}, got {fold}")
+    if tune is not None:  # every outer training fold can hold the inner folds: refuse before fitting
+        for f, (tr, _) in enumerate(folds):
+            if fold is None or f == fold:
+                _check_inner_folds(bags.y[tr], inner_cv)
     rows = []
     for f, (tr, te) in enumerate(folds):
         if fold is not None and f != fold:
@@ -237,6 +241,13 @@ def _check_inner(inner_cv, tune_metric) -> int:
     return int(inner_cv)
 
 
+def _check_inner_folds(y, inner_cv: int) -> None:
+    counts = np.bincount(np.asarray(y))
+    if counts[counts > 0].min() < inner_cv:
+        raise InvalidDataError(f"--inner-cv {inner_cv}: an outer training fold has only {counts[counts > 0].min()} "
+                               "bags in its smallest class; use a smaller --inner-cv or --cv")
+
+
 def grid_points(grid: dict) -> list[dict]:
     """The Cartesian product of ``grid`` in grid order (the first key varies slowest)."""
     import itertools
@@ -251,11 +262,8 @@ def _select(spec, params, seed, Btr: Bags, grid: dict, inner_cv: int, metric: st
     of mean inner scores."""
     from milopt.metrics import bag_folds
 
-    try:
-        inner = list(bag_folds(Btr, inner_cv, seed))
-    except InvalidDataError as exc:
-        raise InvalidDataError(f"--inner-cv {inner_cv}: {str(exc).removeprefix('cv: ')} of an outer training "
-                               "fold; use a smaller --inner-cv or --cv") from None
+    _check_inner_folds(Btr.y, inner_cv)
+    inner = list(bag_folds(Btr, inner_cv, seed))
     primary, secondary = TUNE_METRICS[metric]
     scores, best, best_key = [], None, None
     for point in grid_points(grid):
