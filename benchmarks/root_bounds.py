@@ -18,6 +18,7 @@ Examples::
 
     python benchmarks/root_bounds.py --bags 16,24,92
     python benchmarks/root_bounds.py --table starts --bags 16,24 --time-limit 60
+    python benchmarks/root_bounds.py --table starts --bags 16 --node-limit 200 --time-limit 1800
 """
 from __future__ import annotations
 
@@ -105,7 +106,7 @@ def table_roots(sizes, seed, names, time_limit):
     return rows
 
 
-def table_starts(sizes, seed, names, time_limit):
+def table_starts(sizes, seed, names, time_limit, node_limit=None):
     """The steps of ``milopt solve`` (build with the params, hand the built start to the solver),
     plus a check: the decoded (w, b) re-evaluated with optimal slacks on the full data."""
     from milopt.models import misvm_bigm
@@ -120,7 +121,8 @@ def table_starts(sizes, seed, names, time_limit):
         for name in names:
             solver, params = STARTS[name]
             model, sb, _, build_s = build_formulation("misvm-bigm", "", dict(params), bags=bags)
-            res = solve(model, solver, time_limit=time_limit, warm_start=bool(getattr(model, "_milopt_start", False)))
+            res = solve(model, solver, time_limit=time_limit, warm_start=bool(getattr(model, "_milopt_start", False)),
+                        options={"limits/nodes": int(node_limit)} if node_limit else None)
             check = None
             if res.ok:
                 sol = misvm_bigm.decode(model)
@@ -148,6 +150,9 @@ def main(argv=None):
     ap.add_argument("--only", default=None, help="comma list of formulations (roots) or starts (starts)")
     ap.add_argument("--time-limit", type=float, default=None,
                     help="seconds per run (starts: default 60; roots: default 600 per root solve)")
+    ap.add_argument("--node-limit", type=int, default=None,
+                    help="starts: stop SCIP after this many nodes (a measure of work that does not depend on the "
+                         "machine's load; give a generous --time-limit)")
     ap.add_argument("--json", default=None, help="also write the rows to this JSON file")
     a = ap.parse_args(argv)
     sizes = [int(s) for s in a.bags.split(",")]
@@ -156,7 +161,7 @@ def main(argv=None):
         rows = table_roots(sizes, a.seed, names, a.time_limit or 600.0)
     else:
         names = a.only.split(",") if a.only else list(STARTS)
-        rows = table_starts(sizes, a.seed, names, a.time_limit or 60.0)
+        rows = table_starts(sizes, a.seed, names, a.time_limit or 60.0, a.node_limit)
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(rows, fh, indent=1, default=str)
