@@ -5,8 +5,9 @@
 Solves every instance of the suite through the bench harness (one isolated process per run,
 hard wall-clock limit, answers verified against the model) with the free solvers of the
 project, by class: LP -> HiGHS; QP -> HiGHS and Ipopt (a cross-check: a wrong "optimal" is
-caught by a better verified point of the other solver); MILP -> HiGHS and SCIP; MIQP, SOS1 ->
-SCIP; indicator constraints -> scip-native.  Relative gap 1e-7 (a proof needs 1e-6).
+caught by a better verified point of the other solver); MILP -> HiGHS and SCIP; MIQP -> SCIP and
+milopt's own branch and bound ``bnb`` (MI-SVM, norm l2 only; it refuses the others); SOS1 -> SCIP;
+indicator constraints -> scip-native.  ``--solvers`` overrides the choice.  Relative gap 1e-7 (a proof needs 1e-6).
 
 Status of an instance (MIPLIB 2017 convention):
 * easy: a verified run proved optimality (reported gap <= 1e-6, no verified point of any run
@@ -29,7 +30,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-STATUS_SOLVERS = {"LP": ["highs"], "QP": ["highs", "ipopt"], "MILP": ["highs", "scip"], "MIQP": ["scip"]}
+STATUS_SOLVERS = {"LP": ["highs"], "QP": ["highs", "ipopt"], "MILP": ["highs", "scip"], "MIQP": ["scip", "bnb"]}
 PROOF_GAP = 1e-6
 EASY_SECONDS = 60.0
 
@@ -95,6 +96,31 @@ def decide(inst, g, sense, known):
     return "open", "best", best, bound, None, "", notes
 
 
+def sha_only(suite_name: str, update: bool) -> int:
+    """Recompute the catalogue's .mps sha256 (and class, sense) of a suite without solving."""
+    from milopt.bench.library import build, load_catalogue, mps_sha256, suite, write_catalogue
+    from milopt.runner import objective_sense
+    from milopt.solvers import classify
+
+    chosen = {i.name for i in suite(suite_name)}
+    out = []
+    for inst in load_catalogue():
+        if inst.name in chosen:
+            t0 = time.time()
+            model = build(inst)[0]
+            cls = classify(model)[0]
+            sense = objective_sense(model)
+            del model
+            sha = mps_sha256(inst)
+            print(f"{inst.name:34s} {cls:5s} {sense:8s} {sha} {'same' if sha == inst.sha256_mps else 'CHANGED'} "
+                  f"({time.time() - t0:.1f} s)", flush=True)
+            inst = replace(inst, sha256_mps=sha, problem_class=cls, sense=sense)
+        out.append(inst)
+    if update:
+        write_catalogue(out)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--time-limit", type=float, default=60.0)
@@ -104,7 +130,11 @@ def main(argv=None) -> int:
     ap.add_argument("--update", action="store_true", help="rewrite instances/library.csv and milopt.solu")
     ap.add_argument("--no-sha", action="store_true", help="do not compute the .mps sha256")
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--sha-only", action="store_true", help="only recompute the .mps sha256 of the suite (no solve)")
+    ap.add_argument("--solvers", default=None, help="comma list overriding the status solvers (e.g. bnb)")
     args = ap.parse_args(argv)
+    if args.sha_only:
+        return sha_only(args.suite, args.update)
 
     from milopt.bench.harness import run_bench
     from milopt.bench.library import catalogue_path, load_catalogue, mps_sha256, solu_path, suite, write_catalogue
@@ -118,9 +148,11 @@ def main(argv=None) -> int:
     for i in chosen.values():
         classes[i.name] = i.problem_class or (expected_class(forms[i.formulation], i.params) or ("",))[0]
     want = {n: set(status_solvers(i, classes[n])) for n, i in chosen.items()}
+    if args.solvers:
+        want = {n: {x.strip() for x in args.solvers.split(",") if x.strip()} for n in chosen}
     cfg = {"name": "library-status", "suite": args.suite, "time_limit": args.time_limit, "gap": 1e-7,
            "kill_after": 2 * args.time_limit + 60, "threads": 1,
-           "suite_solvers": ["highs", "scip", "ipopt", "scip-native"]}
+           "suite_solvers": ["highs", "scip", "ipopt", "scip-native", "bnb"]}
     t0 = time.time()
     res = run_bench(cfg, args.out, jobs=args.jobs, resume=args.resume,
                     select=lambda r: r.spec["solver"] in want.get(r.spec["instance"], ()))

@@ -1,11 +1,11 @@
 """Markdown tables of the MIL instance library (for docs/library.md).
 
-    python benchmarks/library_table.py --runs library-status
+    milopt export-library lib --formats mps && python benchmarks/library_table.py --manifest lib/manifest.json
 
 Prints the instance table (name, class, sizes from the status runs, data, status, best known
 objective and bound from instances/milopt.solu, proof time and solver) and the library's size
-by class and status.  ``--runs`` is the output folder of benchmarks/library_status.py (its
-runs.csv gives the model sizes); without it the size columns are empty.
+by class and status.  Model sizes come from the manifest ``milopt export-library`` writes
+(``--manifest``) or from a status run's table (``--runs``).
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import sys
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", default=None)
+    ap.add_argument("--manifest", default=None)
     args = ap.parse_args(argv)
     from milopt.bench.library import load_catalogue, solu_path
     from milopt.bench.report import load_runs, read_solu_full
@@ -30,6 +31,14 @@ def main(argv=None) -> int:
             r = g.iloc[0]
             size[inst] = {k: r.get(k) for k in ("variables", "binaries", "constraints", "nonzeros", "bags", "instances")}
 
+    if args.manifest:
+        import json
+
+        for e in json.load(open(args.manifest))["instances"]:
+            size[e["name"]] = {"variables": e["columns"], "binaries": e["binaries"], "constraints": e["rows"],
+                               "nonzeros": e["nonzeros"], "bags": e["data_size"]["bags"],
+                               "instances": e["data_size"]["instances"], "qnz": e.get("quadratic_nonzeros")}
+
     def n(v):
         try:
             return f"{int(v):,}"
@@ -39,9 +48,9 @@ def main(argv=None) -> int:
     def num(v):
         return "-" if v is None else f"{v:.10g}"
 
-    print("| instance | class | columns | binaries | rows | nonzeros | bags / instances | status | best known | "
-          "bound | proof |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| instance | class | columns | binaries | rows | nonzeros | Q nonzeros | bags / instances | status | "
+          "best known | bound | proof |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for i in cat:
         s = size.get(i.name, {})
         e = solu.get(i.name, {})
@@ -51,7 +60,8 @@ def main(argv=None) -> int:
         proof = f"{i.proof_seconds:.1f} s {i.proof_solver}" if i.proof_seconds is not None else "-"
         bench = " (B)" if i.benchmark else ""
         print(f"| `{i.name}`{bench} | {i.problem_class or '?'} | {n(s.get('variables'))} | {n(s.get('binaries'))} | "
-              f"{n(s.get('constraints'))} | {n(s.get('nonzeros'))} | {n(s.get('bags'))} / {n(s.get('instances'))} | "
+              f"{n(s.get('constraints'))} | {n(s.get('nonzeros'))} | {n(s.get('qnz'))} | "
+              f"{n(s.get('bags'))} / {n(s.get('instances'))} | "
               f"{i.status} | {best} | {bound} | {proof} |")
     by = collections.Counter((i.problem_class or "?", i.status) for i in cat)
     print("\n| class | easy | hard | open | total |\n|---|---|---|---|---|")

@@ -356,3 +356,34 @@ def test_ctrl_c_stops_the_bench_at_once_without_traceback(tmp_path):
     while time.monotonic() < deadline and any(_alive(p) for p in desc):
         time.sleep(0.2)
     assert not [p for p in desc if _alive(p)]
+
+
+def test_scip_trajectory_from_display_lines():
+    from milopt.bench.worker import scip_trajectory
+
+    head = (" time | node  | left  |LP iter|LP it/n|mem/heur|mdpt |vars |cons |rows |cuts |sepa|confs|strbr|"
+            "  dualbound   | primalbound  |  gap   | compl. ")
+    row = "|     1 |     0 |    50 |     - |  trysol|   0 | 367 |  45 | 377 |   0 |  0 |   0 |   0 |{} | {} |    Inf | unknown"
+    log = "\n".join([head, "  0.0s" + row.format("-1.000000e-09", "     --     "),
+                     "t 0.1s" + row.format("-1.000000e-09", "4.743735e-01"),
+                     "0s" + row.format("0.000000e+00", "4.743735e-01"),  # a line cut by the log capture
+                     " 12.5s" + row.format("1.000000e-01", "2.000000e-01"), "SCIP Status : optimal"])
+    assert scip_trajectory(log) == [[0.0, -1e-09, None], [0.1, -1e-09, 0.4743735], [12.5, 0.1, 0.2]]
+
+
+def test_fit_report_puts_quality_first(tmp_path):
+    rows = pd.DataFrame({"run_id": [f"f{k}" for k in range(6)], "kind": "fit", "outcome": "ok",
+                         "contender": ["fast"] * 3 + ["good"] * 3, "data": "musk1", "method": "m",
+                         "problem": [f"musk1#f{k % 3}#s0" for k in range(6)], "instance": "m.musk1",
+                         "termination": "", "time": [0.1, 0.1, 0.1, 5.0, 6.0, 7.0], "fit_seconds": [0.1] * 3 + [5, 6, 7],
+                         "time_limit": 60.0, "kill_after": 120.0,
+                         "bag_auc": [0.70, 0.72, 0.74, 0.90, 0.92, 0.94], "bag_accuracy": [0.6, 0.7, 0.8, 0.8, 0.9, 1.0]})
+    _write_table(tmp_path / "fits", rows)
+    write_report(tmp_path / "fits")
+    md = (tmp_path / "fits" / "summary.md").read_text()
+    sec = md[md.index("## Fit methods: quality first"):]
+    assert "0.920 ± 0.020" in sec and "0.720 ± 0.020" in sec
+    assert sec.index("| good |") < sec.index("| fast |")  # ranked by AUC, not by time
+    header = [ln for ln in sec.splitlines() if ln.startswith("| contender")][0]
+    assert header.index("bag_auc") < header.index("bag_accuracy") < header.index("sgm_fit_seconds")
+    assert "time only" in md

@@ -219,6 +219,7 @@ def summary_table(df: pd.DataFrame, shift: float = SHIFT) -> pd.DataFrame:
     out = pd.DataFrame(rows)
     if len(out):
         # ratios as in Mittelmann's tables: over a common set of problems (sgm_common for solves)
+        # solves with no problem given to every solver: no common ratio (see the per-class table)
         base = out["sgm_time"].copy()
         if "sgm_common" in out:
             base = base.where(out["kind"] != "solve", out["sgm_common"])
@@ -477,7 +478,13 @@ def _trajectory(r) -> list:
     from milopt.bench.assess import _extra
 
     t = _extra(r.get("extra")).get("trajectory")
-    return t if isinstance(t, list) else []
+    if not isinstance(t, list):
+        return []
+    out = []
+    for pt in t:  # points going back in time come from a garbled log line: skipped
+        if isinstance(pt, list) and len(pt) == 3 and (not out or pt[0] >= out[-1][0]):
+            out.append(pt)
+    return out
 
 
 def primal_integrals(df: pd.DataFrame, refs: dict) -> pd.DataFrame:
@@ -612,6 +619,39 @@ def fit_quality_table(df: pd.DataFrame, shift: float = SHIFT) -> pd.DataFrame:
         key = out["bag_auc"].str.split(" ").str[0].replace("-", "nan").astype(float)
         out = out.assign(_k=key).sort_values(["data", "_k"], ascending=[True, False]).drop(columns="_k")
     return out
+
+
+def class_sgm_table(df: pd.DataFrame, shift: float = SHIFT) -> pd.DataFrame:
+    """Per problem class: for every solver given a problem of the class, solved / given and the
+    shifted geometric means over the class's problems *every* such solver was given
+    (``sgm_common``, unsolved charged the limit) and over those every such solver solved
+    (``sgm_all_solved``), plus the class's virtual best."""
+    d = _assessed(df)
+    d = d[(d["kind"] == "solve") & (d["outcome"] != "unsupported")]
+    rows = []
+    for cls, g in d.groupby("problem_class", sort=True):
+        given = {c: set(x["problem"]) for c, x in g.groupby("contender")}
+        common = set.intersection(*given.values())
+        solved_all = common & set.intersection(*[set(x.loc[x["solved"], "problem"]) for _, x in g.groupby("contender")])
+        for c, x in g.groupby("contender", sort=True):
+            ct = charged_times(x)
+            inc = x["problem"].isin(common)
+            ins = x["problem"].isin(solved_all)
+            rows.append({"class": cls, "contender": c, "given": len(x), "solved": int(x["solved"].sum()),
+                         "common": len(common),
+                         "sgm_common": shifted_geomean(ct[inc], shift) if inc.any() else float("nan"),
+                         "all_solved": len(solved_all),
+                         "sgm_all_solved": shifted_geomean(x.loc[ins, "time"].astype(float), shift) if ins.any()
+                         else float("nan")})
+        if len(given) > 1:
+            vb = virtual_best(g)
+            rows.append({"class": cls, "contender": "virtual best", "given": len(vb), "solved": int(vb["solved"].sum()),
+                         "common": len(common),
+                         "sgm_common": shifted_geomean(vb.loc[vb.index.isin(common), "charged"], shift) if common
+                         else float("nan"), "all_solved": len(solved_all),
+                         "sgm_all_solved": shifted_geomean(vb.loc[vb.index.isin(solved_all), "time"], shift)
+                         if solved_all else float("nan")})
+    return pd.DataFrame(rows)
 
 
 def class_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -754,6 +794,12 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
         if not ct.empty:
             md += ["Solved / given per problem class:", ""]
             md.append(markdown_table(ct))
+            cs = class_sgm_table(df, shift)
+            md += ["Per class, over the problems every solver of the class was given (`common`) and over those "
+                   "every one of them solved (`all_solved`):", ""]
+            md.append(markdown_table(cs))
+            cs.to_csv(outdir / "summary_by_class.csv", index=False)
+            files["summary_by_class_csv"] = str(outdir / "summary_by_class.csv")
     fs = unsolved[unsolved["kind"] == "solve"]
     if len(fs):
         md += ["## Failures (solves not counted as solved, with the reason)", ""]

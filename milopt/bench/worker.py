@@ -48,14 +48,18 @@ def scip_trajectory(log: str, limit: int = 400) -> list:
     for line in (log or "").splitlines():
         if "|" not in line:
             continue
-        parts = [p.strip() for p in line.split("|")]
+        raw = line.split("|")
+        parts = [p.strip() for p in raw]
         if parts[0].endswith("time") and "dualbound" in parts:
             cols = {name: k for k, name in enumerate(parts)}
             continue
         if cols is None or len(parts) != len(cols):
             continue
-        m = re.match(r"^\S?\s*([0-9.]+)s$", parts[0])
-        if not m:
+        # the time column is right-aligned in a field of 5+ characters, optionally after the
+        # heuristic's letter ("t 0.1s", "  12.3s"); a line broken where the captured log was
+        # cut into chunks ("0s|...") is skipped, and so is any point that goes back in time
+        m = re.match(r"^[A-Za-z*]?\s*(\d+(?:\.\d+)?)s$", raw[0])
+        if not m or len(raw[0]) < 5 or (out and float(m.group(1)) < out[-1][0]):
             continue
 
         def num(txt):
@@ -87,23 +91,28 @@ def solve_verified(spec: dict, *, time_limit=None, gap=None, params=None, seed=0
     from milopt.runner import build_formulation, data_info, objective_sense
     from milopt.solvers import classify, model_size, solve
 
-    t0 = time.monotonic()
+    t0 = time.perf_counter()
     backend = spec.get("backend", spec["solver"])
     model, bags, typed, build_s = build_formulation(spec["formulation"], spec["data"], params)
     cls, _feats = classify(model)
     size = model_size(model)
-    remaining = None
+    # a formulation that computed a start while building (misvm-bigm warm_start) hands it on
+    warm = bool(getattr(model, "_milopt_start", False))
+    remaining, expired = None, None
     if time_limit is not None:
-        remaining = max(float(time_limit) - (time.monotonic() - t0), 0.05)
+        from milopt.solvers.budget import remaining_or_expired
+
+        remaining, expired = remaining_or_expired(float(time_limit), t0, backend)
     opts = dict(options or {})
     trace = backend == "scip" and cls.startswith("MI")
     if trace:
         opts.setdefault("display/freq", 50)
-    res = solve(model, backend, time_limit=remaining, mip_gap=gap, threads=threads, verbose=trace, options=opts)
+    res = expired if expired is not None else solve(model, backend, time_limit=remaining, mip_gap=gap, threads=threads,
+                                                    verbose=trace, options=opts, warm_start=warm)
     out = res.to_dict(log=False)
     out.update({"formulation": spec["formulation"], "params": typed, "model_size": size, "data": data_info(bags),
                 "build_seconds": build_s, "sense": objective_sense(model),
-                "run_time": time.monotonic() - t0, "solver_time_limit": remaining})
+                "run_time": time.perf_counter() - t0, "solver_time_limit": remaining, "warm_start": warm})
     if trace:
         out["trajectory"] = scip_trajectory(res.log)
     if res.ok:
