@@ -105,7 +105,7 @@ def conic_relaxation(bags, params, perspective=True):
     mf = extract(model)
     n = mf.c.size
     col = {id(v): j for j, v in enumerate(mf.variables)}
-    rows, rhs, cones = [], [], []
+    rows, rhs = [], []
 
     def le(A, ub):  # A x <= ub
         rows.append(sp.csr_matrix(A))
