@@ -214,8 +214,13 @@ def cmd_fit(args) -> int:
     tune_kw = _tune_options(args)
     progress = None
     if not args.quiet and (args.progress or sys.stderr.isatty()):
+        tuning = ""
+        if tune_kw:
+            tuning = (f" (tuning: {math.prod(len(v) for v in tune_kw['tune'].values())} grid points × "
+                      f"{tune_kw['inner_cv']} inner folds)")
+
         def progress(fold, k):
-            print(f"milopt: fold {fold + 1}/{k}", file=sys.stderr, flush=True)
+            print(f"milopt: fold {fold + 1}/{k}{tuning}", file=sys.stderr, flush=True)
 
         _solver_progress(lambda line: print(f"milopt:   {line}", file=sys.stderr, flush=True))
     res = run_fit(args.method, args.data, params=params, cv=args.cv, seed=args.seed,

@@ -130,8 +130,9 @@ def test_python_refusals():
 
 def test_cli_json_and_table(capsys):
     code, out, err = run(capsys, "fit", METHOD, "--data", DATA, "--cv", "3", "--tune", "C=0.1,10",
-                         "--inner-cv", "2", "--tune-metric", "accuracy", "--json", "--quiet")
+                         "--inner-cv", "2", "--tune-metric", "accuracy", "--json", "--progress")
     assert code == 0, err
+    assert "fold 1/3 (tuning: 2 grid points × 2 inner folds)" in err  # progress on stderr, JSON alone on stdout
     res = json.loads(out)
     assert res["tune"] == {"grid": {"C": [0.1, 10.0]}, "inner_cv": 2, "metric": "accuracy"}
     assert all(r["tuned"]["C"] in (0.1, 10.0) for r in res["folds"])
