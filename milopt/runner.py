@@ -177,6 +177,8 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     out.update({"cv": int(cv), "folds": rows, "mean": finite(mean)})
     if tune is not None:
         out["tune"] = {"grid": grid, "inner_cv": inner_cv, "metric": tune_metric}
+        for k in grid:  # a tuned key has no single value: it is in each fold's "tuned"
+            out["params"].pop(k, None)
     return out
 
 

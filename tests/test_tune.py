@@ -27,6 +27,7 @@ def test_chosen_values_are_from_the_grid():
     grid = [0.1, 1, 10]
     res = runner.run_fit(METHOD, DATA, cv=3, seed=0, tune={"C": grid}, inner_cv=2)
     assert res["tune"] == {"grid": {"C": [0.1, 1.0, 10.0]}, "inner_cv": 2, "metric": "auc"}
+    assert "C" not in res["params"] and res["params"]["max_iter"] == 50
     assert len(res["folds"]) == 3
     for row in res["folds"]:
         assert set(row["tuned"]) == {"C"} and row["tuned"]["C"] in grid
