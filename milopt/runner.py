@@ -43,16 +43,19 @@ def _header(value):
 def parse_sets(items) -> dict:
     """``["C=1", "kernel=rbf"]`` -> {"C": "1", "kernel": "rbf"}: the values stay strings until
     the method's or formulation's declaration types them (:mod:`milopt.params`)."""
-    out = {}
+    return {k: v.strip() for k, v in _key_values(items, "--set", "key=value (e.g. --set C=10)")}
+
+
+def _key_values(items, flag: str, expected: str):
+    """(key, raw value) pairs of ``KEY=VALUE`` command-line items; one-line errors name ``flag``."""
     for it in items or []:
         if "=" not in it:
-            raise InvalidParameterError(f"--set {it!r}: expected key=value (e.g. --set C=10)")
+            raise InvalidParameterError(f"{flag} {it!r}: expected {expected}")
         k, v = it.split("=", 1)
         k = k.strip()
         if not k:
-            raise InvalidParameterError(f"--set {it!r}: empty key")
-        out[k] = v.strip()
-    return out
+            raise InvalidParameterError(f"{flag} {it!r}: empty key")
+        yield k, v
 
 
 def data_info(bags: Bags) -> dict:
@@ -190,14 +193,9 @@ def parse_tunes(items) -> dict:
     """``["C=0.1,1,10", "gamma=0.5,1"]`` -> {"C": ["0.1", "1", "10"], "gamma": ["0.5", "1"]}
     (strings; :func:`tune_grid` types them through the method's declaration)."""
     out = {}
-    for it in items or []:
-        if "=" not in it:
-            raise InvalidParameterError(f"--tune {it!r}: expected key=v1,v2,... (e.g. --tune C=0.1,1,10)")
-        k, v = it.split("=", 1)
-        k = k.strip()
+    for k, v in _key_values(items, "--tune", "key=v1,v2,... (e.g. --tune C=0.1,1,10)"):
+        it = f"{k}={v}"
         vals = [x.strip() for x in v.split(",")]
-        if not k:
-            raise InvalidParameterError(f"--tune {it!r}: empty key")
         if k in out:
             raise InvalidParameterError(f"--tune {k} is given twice; list all its values once (--tune {k}=v1,v2,...)")
         if not v.strip() or any(x == "" for x in vals):
