@@ -198,9 +198,11 @@ def main(argv=None):
         if k == 0:   # figures for the first seed
             lcurves, pcurves = curves
             plot_froc(lcurves, os.path.join(args.out, "froc.png"),
-                      title=f"FROC per lesion, gen:cad images={args.images} features={args.features} seed={seed} (test)")
+                      title=f"FROC per lesion, gen:cad images={args.images} features={args.features} "
+                            f"seed={seed} (test)")
             plot_froc(pcurves, os.path.join(args.out, "froc_patient.png"), unit="image",
-                      title=f"FROC per patient, gen:cad images={args.images} features={args.features} seed={seed} (test)")
+                      title=f"FROC per patient, gen:cad images={args.images} features={args.features} "
+                            f"seed={seed} (test)")
             fig, ax = plt.subplots(figsize=(5.5, 4.5))
             for name, (fpr, tpr) in rocs.items():
                 ax.plot(fpr, tpr, label=name)

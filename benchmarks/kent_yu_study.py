@@ -17,6 +17,11 @@ def main(argv=None):
                     "(default 10; 100 with --full)")
     ap.add_argument("--full", action="store_true", help="the paper's grid of 12 settings and 100 replicates")
     ap.add_argument("--variant", default="paper", choices=["paper", "mildsvm"])
+    ap.add_argument("--init", default="random", choices=["random", "centroid", "sil", "first"],
+                    help="start of mi-smm (heuristic) (default: the paper's random selector)")
+    ap.add_argument("--misvm-init", default="centroid", choices=["random", "centroid", "sil", "first"],
+                    help="start of the mi-svm variants (default: Andrews' centroid start, as mildsvm::misvm)")
+    ap.add_argument("--methods", nargs="*", default=None, help="subset of the seven methods")
     ap.add_argument("--test-bags", type=int, default=500)
     ap.add_argument("--miqp-time-limit", type=float, default=None, help="seconds per MIQP (default 20; 200 with --full)")
     ap.add_argument("--folds", type=int, default=5)
@@ -27,7 +32,8 @@ def main(argv=None):
 
     res = kent_yu_study(out_dir=args.out, replicates=args.replicates, test_bags=args.test_bags,
                         miqp_time_limit=args.miqp_time_limit, folds=args.folds, n_jobs=args.jobs, quick=args.quick,
-                        full=args.full, variant=args.variant)
+                        full=args.full, variant=args.variant, init=args.init, misvm_init=args.misvm_init,
+                        **({"methods": tuple(args.methods)} if args.methods else {}))
     import pandas as pd
 
     summ = pd.read_csv(res["summary_csv"])

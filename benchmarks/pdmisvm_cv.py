@@ -51,9 +51,10 @@ def configs(dataset, args):
     prbf = {"preset": "paper-rbf"}
     if dataset == "musk2":
         prbf["n_components"] = args.nystroem
-    out.append((f"pdmisvm preset=paper-rbf (C=1e-3, mu=1e-10, tol=1e-5{', Nystroem %d' % args.nystroem if dataset == 'musk2' else ', exact Gram'})",
-                "pdmisvm", prbf))
-    out.append(("pdmisvm preset=paper-linear (inexact, C=1e4, mu=1e-8, tol=1e-5)", "pdmisvm", {"preset": "paper-linear"}))
+    gram = f", Nystroem {args.nystroem}" if dataset == "musk2" else ", exact Gram"
+    out.append((f"pdmisvm preset=paper-rbf (C=1e-3, mu=1e-10, tol=1e-5{gram})", "pdmisvm", prbf))
+    out.append(("pdmisvm preset=paper-linear (inexact, C=1e4, mu=1e-8, tol=1e-5)", "pdmisvm",
+                {"preset": "paper-linear"}))
     # the same settings with the exact T/U block minimiser (milopt's default max_prox) instead of Algorithm 1's
     ex = {"variant": "kernel", "kernel": "rbf", "C": 1e-3, "mu": 1e-10, "tol": 1e-5}
     if dataset == "musk2":

@@ -10,7 +10,6 @@ does is lost; it only stops paying for what the command does not use.
 """
 from __future__ import annotations
 
-import importlib.abc
 import sys
 
 _TARGET = "pyomo.common.dependencies"
@@ -27,7 +26,7 @@ def _drop_scipy_finaliser(dep) -> None:
         indicator._callback = None
 
 
-class _Loader(importlib.abc.Loader):
+class _Loader:
     def __init__(self, loader):
         self.loader = loader
 
@@ -39,7 +38,7 @@ class _Loader(importlib.abc.Loader):
         _drop_scipy_finaliser(module)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     def find_spec(self, fullname, path, target=None):
         if fullname != _TARGET:
             return None

@@ -93,14 +93,14 @@ def cmd_info(args) -> int:
 def cmd_list(args) -> int:
     from milopt.data import generators
     from milopt.estimators.registry import methods
-    from milopt.models import available
+    from milopt.models import formulations
     from milopt.solvers import backends
 
     out = {
-        "methods": {n: {"doc": s.doc, "keys": s.keys(), "needs": list(s.needs)} for n, s in sorted(methods().items())},
-        "formulations": {n: {"doc": (m.__doc__ or "").strip().split("\n")[0],
-                             "keys": {k: v[2] for k, v in getattr(m, "PARAMS", {}).items()}}
-                         for n, m in sorted(available().items())},
+        "methods": {n: {"doc": s.doc, "keys": s.keys(), "needs": list(s.needs), "params": s.params.summary()}
+                    for n, s in sorted(methods().items())},
+        "formulations": {n: {"doc": f.doc, "keys": f.params.help(), "params": f.params.summary()}
+                         for n, f in sorted(formulations().items())},
         "solvers": {n: {"installed": b.available(), "classes": sorted(b.classes), "description": b.description}
                     for n, b in sorted(backends().items())},
         "generators": {n: g.doc for n, g in sorted(generators().items())},
@@ -171,6 +171,15 @@ def _seconds(value, what="--set time_limit"):
     return v
 
 
+def _solver_progress(report) -> None:
+    """Let solvers that can report their gap while they run (SCIP) print through ``report``."""
+    try:
+        from milopt.solvers import scip_native
+    except ImportError:  # pragma: no cover - pyscipopt missing: nothing reports
+        return
+    scip_native.PROGRESS = report
+
+
 def _check_cv(cv) -> None:
     from milopt.errors import InvalidParameterError
 
@@ -188,6 +197,8 @@ def cmd_fit(args) -> int:
     if not args.quiet and (args.progress or sys.stderr.isatty()):
         def progress(fold, k):
             print(f"milopt: fold {fold + 1}/{k}", file=sys.stderr, flush=True)
+
+        _solver_progress(lambda line: print(f"milopt:   {line}", file=sys.stderr, flush=True))
     res = run_fit(args.method, args.data, params=params, cv=args.cv, seed=args.seed,
                   **({"progress": progress} if progress is not None else {}))
     data_keys = {"coords", "scale", "header"}

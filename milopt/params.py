@@ -211,6 +211,11 @@ class Param:
     def parse(self, value, name: str | None = None):
         """``value`` (a Python value or a command-line string) as the declared type."""
         name = name or self.name
+        if self.choices and isinstance(value, str):  # a choice may be a word such as 'none'
+            low = value.strip().lower()
+            for c in self.choices:
+                if low == str(c).lower():
+                    return c
         if value is None:
             if self.none:
                 return None
@@ -348,6 +353,10 @@ class ParamSet(dict):
 
     def help(self) -> dict:
         return {k: p.help for k, p in self.items()}
+
+    def summary(self) -> dict:
+        """JSON-ready ``{key: {"default", "accepts", "help"}}`` (``milopt list --json``)."""
+        return {k: {"default": p.default, "accepts": p.describe(), "help": p.help} for k, p in self.items()}
 
     def table(self) -> str:
         """Markdown table of the parameters (key, accepts, default, meaning)."""

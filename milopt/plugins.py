@@ -57,6 +57,12 @@ def load(item: str):
                                     ".py file)") from None
 
 
+def import_all(modules) -> None:
+    """Import the modules of a built-in catalogue (their import registers them)."""
+    for mod in modules:
+        importlib.import_module(mod)
+
+
 def load_all(items=()) -> list:
     """Load the plugins of ``MILOPT_PLUGINS`` and then ``items``."""
     env = [s for s in os.environ.get(ENV, "").split(os.pathsep) if s.strip()]

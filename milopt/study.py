@@ -19,10 +19,11 @@ Methods (``METHODS``, §3.2):
   ``mismm-heuristic`` (same objective; one MIQP per data set instead of one per grid point and
   fold — the paper cross-validates it too).
 * ``mismm-heuristic``: Algorithm 1 (eq. 3 dual, eq. 4 intercept) with the SMM kernel, started
-  from a random selector (Algorithm 1, line 2).
+  from a random selector (Algorithm 1, line 2; ``init`` changes the start of every MI method).
 * ``sismm``: SVM on instances with the group label copied (SMM kernel); group score = max.
 * ``misvm-univ1``, ``misvm-univ1-univ2``, ``misvm-univ1-cor``, ``misvm-univ1-univ2-cor``: the
-  paper's four "mi-svm" variants — Algorithm 1 with an RBF kernel on summary features of the
+  paper's four "mi-svm" variants — Andrews et al.'s MI-SVM alternation (started, as Andrews
+  and ``mildsvm::misvm``, from the positive bags' means) with an RBF kernel on summary features of the
   samples: φ_univ1 = (mean, sd), φ_univ2 = (skewness, kurtosis, Q1, Q3), φ_cor = pairwise
   correlations (20, 60, 65 and 105 features for 10 covariates, §3.3).  The old names
   ``misvm-univ2`` and ``misvm-cor`` are accepted for the second and third.
@@ -52,8 +53,11 @@ SUMMARY = {"misvm-univ1": ("univ1", False), "misvm-univ1-univ2": ("univ2", False
 SCENARIO_NAMES = {1: "1 t vs normal", 2: "2 covariance", 3: "3 mean", 4: "4 large cov."}
 #: the paper's grid of data sizes (§3.1): groups x instances per group x samples per instance
 PAPER_SETTINGS = tuple(itertools.product((20, 50), (3, 6), (20, 50, 100)))
-#: Algorithm 1 start used in the study (the paper's: a random selector)
+#: default start of mi-smm (heuristic) in the study (Algorithm 1, line 2: a random selector)
 STUDY_INIT = "random"
+#: default start of the mi-svm variants: Andrews et al.'s (positive bags represented by their
+#: means), as the authors' ``mildsvm::misvm`` that produced the paper's mi-svm results
+MISVM_INIT = "centroid"
 
 
 def _rows(ptr, ids):
@@ -71,8 +75,9 @@ def _auc(y, s):
     return float(roc_auc_score(y, s)) if np.unique(y).size == 2 else float("nan")
 
 
-def _fit_scores(kind, K_tr, bags_tr, C, rs):
-    """Fit on a training kernel; returns dual coefficients (α_i y_i per instance) and b."""
+def _fit_scores(kind, K_tr, bags_tr, C, rs, init=STUDY_INIT):
+    """Fit on a training kernel; returns dual coefficients (α_i y_i per instance), b and the
+    number of Algorithm 1 alternations (0 for the SVM)."""
     from sklearn.svm import SVC
 
     from milopt.algorithms.mi_heuristics import misvm_alternate
@@ -81,13 +86,13 @@ def _fit_scores(kind, K_tr, bags_tr, C, rs):
         clf = SVC(C=C, kernel="precomputed", class_weight="balanced", tol=1e-3).fit(K_tr, bags_tr.instance_bag_y)
         coef = np.zeros(bags_tr.n_instances)
         coef[clf.support_] = clf.dual_coef_[0]
-        return coef, float(clf.intercept_[0])
-    res = misvm_alternate(K_tr, bags_tr, C=C, class_weight="kent-yu", slack="bag", init=STUDY_INIT, restarts=1,
+        return coef, float(clf.intercept_[0]), 0
+    res = misvm_alternate(K_tr, bags_tr, C=C, class_weight="kent-yu", slack="bag", init=init, restarts=1,
                           max_iter=50, tol=1e-3, random_state=rs)
-    return res["alpha"] * res["y"], res["b"]
+    return res["alpha"] * res["y"], res["b"], res["iterations"]
 
 
-def _cv_select(kind, kernels, bags, Cs, folds, seed):
+def _cv_select(kind, kernels, bags, Cs, folds, seed, init=STUDY_INIT):
     """(C, gamma index) with the best mean validation AUROC; kernels: list of (n, n) instance kernels."""
     from milopt.metrics import bag_folds
     from milopt.segments import segment_max
@@ -101,7 +106,7 @@ def _cv_select(kind, kernels, bags, Cs, folds, seed):
                 rtr, _ = _rows(bags.bag_ptr, tr)
                 rva, pva = _rows(bags.bag_ptr, va)
                 btr = bags.subset(tr)
-                coef, b = _fit_scores(kind, K[np.ix_(rtr, rtr)], btr, C, seed)
+                coef, b, _ = _fit_scores(kind, K[np.ix_(rtr, rtr)], btr, C, seed, init)
                 s = K[np.ix_(rva, rtr)] @ coef + b
                 aucs.append(_auc(bags.y[va], segment_max(s, pva)))
             m = float(np.nanmean(aucs))
@@ -153,20 +158,20 @@ def _one_task(scenario, setting, rep, cfg):
                 if name not in methods and not (name == "mismm-heuristic" and "mismm-miqp" in methods):
                     continue
                 t0 = time.perf_counter()
-                (C, gi), cv_auc = _cv_select(kind, Ks, tr, cfg["Cs"], cfg["folds"], seed)
-                coef, b = _fit_scores(kind, Ks[gi], tr, C, seed)
+                (C, gi), cv_auc = _cv_select(kind, Ks, tr, cfg["Cs"], cfg["folds"], seed, cfg["init"])
+                coef, b, n_alt = _fit_scores(kind, Ks[gi], tr, C, seed, cfg["init"])
                 sec = time.perf_counter() - t0 + t_k
                 chosen[name] = (C, gi)
                 if name in methods:
                     out.append({**base, "method": name, "test_auc": test_auc_smm(coef, b, gammas[gi]),
-                                "cv_auc": cv_auc, "C": C, "gamma": gammas[gi], "seconds": sec})
+                                "cv_auc": cv_auc, "C": C, "gamma": gammas[gi], "seconds": sec, "alternations": n_alt})
             if "mismm-miqp" in methods:
                 from milopt.estimators.heuristics import MISMMMIQP
 
                 C, gi = chosen["mismm-heuristic"]
                 t0 = time.perf_counter()
                 est = MISMMMIQP(C=C, gamma=gammas[gi] * 1.0, m=cfg["landmarks"], time_limit=cfg["miqp_time_limit"],
-                                init=STUDY_INIT, scale_samples=False, random_state=seed)
+                                init=cfg["init"], scale_samples=False, random_state=seed)
                 trs = Bags(X=tr.X, bag_index=tr.bag_index, y=tr.y, samples=S_tr, sample_ptr=tr.sample_ptr)
                 tes = Bags(X=te.X, bag_index=te.bag_index, y=te.y, samples=S_te, sample_ptr=te.sample_ptr)
                 est.fit(trs)
@@ -185,19 +190,19 @@ def _one_task(scenario, setting, rep, cfg):
             F_tr, F_te = fs.transform(F_tr), fs.transform(F_te)
             gs = [g / F_tr.shape[1] for g in cfg["gamma_factors"]]
             Kf = [kernel_matrix(F_tr, None, "rbf", g) for g in gs]
-            (C, gi), cv_auc = _cv_select("mi", Kf, tr, cfg["Cs"], cfg["folds"], seed)
-            coef, b = _fit_scores("mi", Kf[gi], tr, C, seed)
+            (C, gi), cv_auc = _cv_select("mi", Kf, tr, cfg["Cs"], cfg["folds"], seed, cfg["misvm_init"])
+            coef, b, n_alt = _fit_scores("mi", Kf[gi], tr, C, seed, cfg["misvm_init"])
             s = kernel_matrix(F_te, F_tr, "rbf", gs[gi]) @ coef + b
             out.append({**base, "method": name,
                         "test_auc": _auc(te.y, segment_max(s, te.bag_ptr)), "cv_auc": cv_auc, "C": C,
-                        "gamma": gs[gi], "seconds": time.perf_counter() - t0})
+                        "gamma": gs[gi], "seconds": time.perf_counter() - t0, "alternations": n_alt})
     return out
 
 
 def kent_yu_study(out_dir="kent-yu-study", replicates=None, bags=50, instances=3, samples=50, test_bags=500,
                   folds=5, Cs=(1.0, 10.0, 100.0), gamma_factors=(0.5, 1.0, 2.0), scenarios=(1, 2, 3, 4),
                   methods=METHODS, landmarks=240, miqp_time_limit=None, settings=None, variant="paper", full=False,
-                  quick=False, n_jobs=2, seed=0, verbose=True) -> dict:
+                  init=STUDY_INIT, misvm_init=MISVM_INIT, quick=False, n_jobs=2, seed=0, verbose=True) -> dict:
     """Run the Kent & Yu study; write ``results.csv``, ``summary.csv`` and ``auroc.png``.
 
     Parameters
@@ -229,6 +234,12 @@ def kent_yu_study(out_dir="kent-yu-study", replicates=None, bags=50, instances=3
         Training sizes to run (default: the single one above; ``full``: the paper's 12).
     variant : {'paper', 'mildsvm'}
         Generator variant (Table 1 or the R package's).
+    init : {'random', 'centroid', 'sil', 'first'}
+        Start of Algorithm 1 for ``mismm-heuristic`` and the warm start of ``mismm-miqp``
+        (default the paper's random selector, Algorithm 1 line 2).
+    misvm_init : {'centroid', 'random', 'sil', 'first'}
+        Start of the mi-svm variants (default Andrews et al.'s centroid start, which the
+        authors' ``mildsvm::misvm`` uses: "initial selection ... as mean within each bag").
     full : bool
         The paper's protocol: 100 replicates of each of the 12 settings, 200 s MIQPs (far too
         big for a laptop: 4,800 data sets × 7 methods).
@@ -262,6 +273,9 @@ def kent_yu_study(out_dir="kent-yu-study", replicates=None, bags=50, instances=3
     if any(len(st) != 3 or min(st) < 1 for st in settings):
         raise InvalidParameterError(f"settings: expected (groups, instances, samples) triples of positive integers, "
                                     f"got {settings!r}")
+    for key, val in (("init", init), ("misvm_init", misvm_init)):
+        if val not in ("random", "centroid", "sil", "first"):
+            raise InvalidParameterError(f"{key}: expected random, centroid, sil or first, got {val!r}")
     if variant not in ("paper", "mildsvm"):
         raise InvalidParameterError(f"variant: expected 'paper' or 'mildsvm', got {variant!r}")
     if quick:
@@ -270,7 +284,7 @@ def kent_yu_study(out_dir="kent-yu-study", replicates=None, bags=50, instances=3
     cfg = {"settings": list(settings), "test_bags": test_bags, "folds": folds,
            "Cs": tuple(float(c) for c in Cs), "gamma_factors": tuple(float(g) for g in gamma_factors),
            "methods": tuple(methods), "landmarks": landmarks, "miqp_time_limit": float(miqp_time_limit),
-           "variant": variant, "init": STUDY_INIT, "seed": seed}
+           "variant": variant, "init": init, "misvm_init": misvm_init, "seed": seed}
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.perf_counter()
     tasks = [(sc, st, r) for r in range(replicates) for st in settings for sc in scenarios]

@@ -29,6 +29,7 @@ from milopt.params import ParamSet
 #: public name -> module (relative to milopt.models): the built-in catalogue
 FORMULATIONS = {
     "misvm-bigm": "misvm_bigm",
+    "misvm-hull": "misvm_hull",
     "batchsvm-lp": "batchsvm_lp",
     "batchprob-lp": "batchprob_lp",
     "misvm-dual-qp": "misvm_dual_qp",
@@ -174,12 +175,7 @@ def _load(name: str) -> Formulation | None:
     mod_name = FORMULATIONS.get(name)
     if mod_name is None:
         return None
-    try:
-        mod = importlib.import_module(f"milopt.models.{mod_name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"milopt.models.{mod_name}":
-            raise
-        return None
+    mod = importlib.import_module(f"milopt.models.{mod_name}")
     f = _REGISTERED.get(name) or Formulation.from_module(name, mod)
     _REGISTERED[name] = f
     return f

@@ -61,19 +61,20 @@ from pyomo.core.expr.numeric_expr import LinearExpression
 from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError, InvalidParameterError
 from milopt.models._linear import add_linear_rows, var_list
+from milopt.params import Bool, Choice, Float, ParamSet
 
 PROBLEM_CLASS = "LP"
 
 #: keys accepted from the command line: name -> (type, default, help)
-PARAMS = {
-    "nu": (float, 1.0, "cost of the slacks (nu e'xi)"),
-    "theta": (float, 1.0, "weight of the neighbours in the batch rule (0 = plain 1-norm SVM, no coordinates needed)"),
-    "alpha": (float, 0.5, "decay of R_pq = exp(-alpha S_pq); thresholded: neighbours within distance 4/alpha"),
-    "thresholded": (bool, True, "R_pq in {0,1} (eq. 13, BatchSVM) or continuous (BatchSVM_cont)"),
-    "distance": (str, "euclidean", "S_pq: euclidean (Sec. 3.2) | squared (Sec. 5.1.1: exp(-alpha |r_p - r_q|^2); "
-                                    "alias sqeuclidean)"),
-    "class_weight": (str, "none", "none (eq. 4) | balanced (nu scaled by m / (2 m_class))"),
-}
+PARAMS = ParamSet(
+    nu=Float(1.0, "cost of the slacks (nu e'xi)", gt=0),
+    theta=Float(1.0, "weight of the neighbours in the batch rule (0 = plain 1-norm SVM, no coordinates needed)", ge=0),
+    alpha=Float(0.5, "decay of R_pq = exp(-alpha S_pq); thresholded: neighbours within distance 4/alpha", gt=0),
+    thresholded=Bool(True, "R_pq in {0,1} (eq. 13, BatchSVM) or continuous (BatchSVM_cont)"),
+    distance=Choice("euclidean", ("euclidean", "squared", "sqeuclidean"),
+                    "S_pq: euclidean (Sec. 3.2) | squared (Sec. 5.1.1: exp(-alpha |r_p - r_q|^2); alias sqeuclidean)"),
+    class_weight=Choice("none", ("none", "balanced"), "none (eq. 4) | balanced (nu scaled by m / (2 m_class))"),
+)
 
 #: the threshold of eq. 13: R_pq = 1 iff exp(-alpha S_pq) >= e^{-4}
 THRESHOLD_LOG = 4.0

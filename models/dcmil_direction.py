@@ -32,14 +32,16 @@ import scipy.sparse as sp
 
 from milopt.errors import InvalidParameterError
 from milopt.models._linear import add_linear_rows, var_list
+from milopt.params import Float, Int, ParamSet
 
 PROBLEM_CLASS = "QP"
 
 #: keys accepted from the command line: name -> (type, default, help)
-PARAMS = {
-    "C": (float, 1.0, "misclassification cost of the DC-MIL function"),
-    "iterations": (int, 0, "DCPCA main iterations from the paper's start before taking the bundle (0: initial bundle)"),
-}
+PARAMS = ParamSet(
+    C=Float(1.0, "misclassification cost of the DC-MIL function", gt=0),
+    iterations=Int(0, "DCPCA main iterations from the paper's start before taking the bundle (0: initial bundle)",
+                   ge=0),
+)
 
 
 def bundle_at_start(bags, C: float = 1.0, iterations: int = 0):

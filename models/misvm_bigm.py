@@ -19,7 +19,7 @@ for negative bags (weights inversely proportional to the number of positive bags
 negative instances); ``"balanced"`` uses inverse bag counts
 (:math:`C_I = C\,B / (2 B_{Y_I})`); ``None`` uses :math:`C_I = C`.
 
-**A provably valid big-M** (see docs/models/misvm_bigm.md).  Any feasible point bounds the
+**A provably valid big-M** (see docs/misvm_bigm.md).  Any feasible point bounds the
 optimum :math:`F^*`; the trivial points :math:`w = 0, b \in \{-1, 0, 1\}` give
 :math:`F_0 = \min(\sum_I C_I,\ 2\sum_{Y_I=+1} C_I,\ 2\sum_{Y_I=-1} C_I)` (a better incumbent
 value may be passed as ``upper_bound``).  At an optimum :math:`\tfrac12\lVert w\rVert^2 \le F_0`,
@@ -31,7 +31,7 @@ So :math:`L_{I,i} = W(\lVert z_i - c_I\rVert + \max_{k \in I}\lVert z_k - c_I\rV
 off an optimal solution.  mildsvm's choice :math:`L = 100 \sum_{\text{columns}} \overline{|x|}`
 (``big_m="mildsvm"``) carries no such guarantee.
 
-**Variants** (issue 3; docs/misvm_bigm_variants.md).
+**Variants** (docs/misvm_bigm_variants.md).
 
 * ``norm="l1"``: the regulariser :math:`\lVert w\rVert_1` written with :math:`v \ge w,\ v \ge -w`
   (objective :math:`e^\top v + \sum_I C_I \xi_I`): a MILP, solvable by HiGHS as well as SCIP.
@@ -39,6 +39,15 @@ off an optimal solution.  mildsvm's choice :math:`L = 100 \sum_{\text{columns}} 
   :math:`|w^\top (z_i - z_j)| \le \lVert w\rVert_1 \lVert z_i - z_j\rVert_\infty`, so
   :math:`L_{I,i} = F_0 \max_{j \in I}\lVert z_i - z_j\rVert_\infty` (computed exactly per
   feature from the bag's minimum and maximum) is valid.
+**Strengthening** (``strengthen=``, docs/misvm_bigm.md "Strengthening and warm start"): from an
+incumbent objective F (``warm_start`` computes one: :func:`incumbent`), every solution with
+objective ≤ F has :math:`\lVert w\rVert \le T = \sqrt{2F}`, :math:`\xi_I \le F/C_I`, b between the
+bounds obtained by averaging the margin rows of the negative bags and of the positive bags'
+witnesses, and scores :math:`w^\top z_i + b \ge lo_i`; hence the smaller valid big-M
+:math:`L_{I,i} = \min(T D_i, 1 - lo_i)` with the exact bag diameter :math:`D_i`
+(:func:`incumbent_bounds`).  ``reduce`` drops instances inside the convex hull of the rest of
+their bag (:func:`hull_interior`): their score never exceeds the bag's maximum.
+
 * ``disjunction="sos1"``: the margin row of a positive-bag instance gets its own slack
   :math:`s_i \ge 0` instead of :math:`L_{I,i}\zeta_{I,i}`, with :math:`u_i = 1 - \zeta_{I,i}` and a
   special ordered set of type 1 over :math:`(s_i, u_i)` (at most one nonzero): a witness
@@ -59,31 +68,34 @@ import pyomo.environ as pe
 import scipy.sparse as sp
 from pyomo.common.gc_manager import PauseGC
 
+from milopt import numerics as _numerics
 from milopt.data.bags import Bags
-from milopt.errors import InvalidParameterError, positive_number
+from milopt.errors import InvalidParameterError
 from milopt.models._linear import add_linear_rows, var_list
+from milopt.params import Bool, Choice, Float, ParamSet, Str
 from milopt.segments import expand, segment_max, segment_mean
 
 PROBLEM_CLASS = "MIQP"
 
-#: keys accepted from the command line: name -> (type, default, help)
-PARAMS = {
-    "C": (float, 1.0, "misclassification cost"),
-    "class_weight": (str, "kent-yu", "kent-yu | balanced | none"),
-    "big_m": (str, "valid", "valid (provable, per instance) | mildsvm (100 x sum of column mean |x|) | a number"),
-    "norm": (str, "l2", "l2 (1/2 ||w||^2: MIQP) | l1 (||w||_1 through v >= +-w: MILP)"),
-    "disjunction": (str, "bigm", "bigm (L zeta) | sos1 (SOS1 over slack s_i and 1 - zeta_i; SCIP) | "
-                                 "indicator (zeta_i = 0 => margin row; solver scip-native)"),
-    "warm_start": (bool, True, "start from a cheap incumbent (linear SVM on instances, improved by the MI-SVM "
-                               "alternation); its objective F tightens the big-M and the strengthening "
-                               "(default of milopt solve; false: cold start)"),
-    "strengthen": (str, "none", "none | all | any of bounds,reduce joined by ',' or '+': incumbent bounds on "
-                                "w, b, xi and the big-M they imply; removal of instances inside their bag's "
-                                "convex hull"),
-    "branch_priority": (str, "none", "none | bagsize (SCIP branching priorities, smaller positive bags and "
-                                     "incumbent witnesses first; honoured by scip-native)"),
-    "upper_bound": (float, None, "objective of a known feasible point (tightens the big-M and the bounds)"),
-}
+#: keys accepted from the command line (milopt.params)
+PARAMS = ParamSet(
+    C=Float(1.0, "misclassification cost", gt=0),
+    class_weight=Choice("kent-yu", ("kent-yu", "balanced", "none"), "kent-yu | balanced | none"),
+    big_m=Float("valid", "valid (provable, per instance) | mildsvm (100 x sum of column mean |x|) | a number",
+                gt=0, choices=("valid", "mildsvm")),
+    norm=Choice("l2", ("l2", "l1"), "l2 (1/2 ||w||^2: MIQP) | l1 (||w||_1 through v >= +-w: MILP)"),
+    disjunction=Choice("bigm", ("bigm", "sos1", "indicator"), "bigm (L zeta) | sos1 (SOS1 over slack s_i and "
+                       "1 - zeta_i; SCIP) | indicator (zeta_i = 0 => margin row; solver scip-native)"),
+    warm_start=Bool(True, "start from a cheap incumbent (linear SVM on instances, improved by the MI-SVM "
+                          "alternation); its objective F tightens the big-M and the strengthening "
+                          "(default of milopt solve; false: cold start)"),
+    strengthen=Str("none", "none | all | any of bounds,reduce joined by ',' or '+': incumbent bounds on "
+                           "w, b, xi and the big-M they imply; removal of instances inside their bag's convex hull"),
+    branch_priority=Choice("none", ("none", "bagsize"), "none | bagsize (SCIP branching priorities, smaller "
+                           "positive bags and incumbent witnesses first; honoured by scip-native)"),
+    upper_bound=Float(None, "objective of a known feasible point (tightens the big-M and the bounds)",
+                      finite=False),
+)
 
 STRENGTHEN = ("bounds", "reduce")
 PRIORITIES = ("none", "bagsize")
@@ -101,20 +113,8 @@ def problem_class(norm: str = "l2", disjunction: str = "bigm", **unused):
 
 
 def bag_costs(bags: Bags, C: float, class_weight="kent-yu") -> np.ndarray:
-    """Per-bag cost C_I (see module docstring)."""
-    C = positive_number("C", C)
-    pos = bags.y == 1
-    n_pos_bags = int(pos.sum())
-    if class_weight in (None, "none", "None", False):
-        return np.full(bags.n_bags, float(C))
-    if class_weight == "kent-yu":
-        n_neg_inst = int(np.sum(~pos[bags.bag_index]))
-        w_neg = n_pos_bags / max(n_neg_inst, 1)
-        return np.where(pos, C, C * w_neg)
-    if class_weight == "balanced":
-        nb = bags.n_bags
-        return np.where(pos, C * nb / (2 * max(n_pos_bags, 1)), C * nb / (2 * max(nb - n_pos_bags, 1)))
-    raise InvalidParameterError(f"class_weight: expected 'kent-yu', 'balanced' or 'none', got {class_weight!r}")
+    """Per-bag cost C_I (see module docstring; :func:`milopt.numerics.bag_costs`)."""
+    return _numerics.bag_costs(bags, C, class_weight)
 
 
 def trivial_upper_bound(costs: np.ndarray, y: np.ndarray) -> float:
@@ -598,19 +598,11 @@ def decode(model) -> dict:
 
 
 def objective_value(bags: Bags, w, b, C=1.0, class_weight="kent-yu", norm: str = "l2") -> float:
-    """MI-SVM objective of (w, b) with optimal slacks for that (w, b).
+    """MI-SVM objective of (w, b) with optimal slacks for that (w, b) (:func:`milopt.numerics.misvm_objective`).
 
     ``norm="l2"``: ½‖w‖² + Σ C_I ξ_I; ``norm="l1"``: ‖w‖₁ + Σ C_I ξ_I.
     """
-    costs = bag_costs(bags, C, class_weight)
-    w = np.asarray(w, dtype=float)
-    s = bags.X @ w + b
-    ptr = bags.bag_ptr
-    mx = segment_max(s, ptr)
-    pos = bags.y == 1
-    xi = np.where(pos, np.maximum(0.0, 1.0 - mx), np.maximum(0.0, 1.0 + mx))
-    reg = float(np.abs(w).sum()) if str(norm).lower() == "l1" else float(0.5 * np.dot(w, w))
-    return reg + float(np.dot(costs, xi))
+    return _numerics.misvm_objective(bags, w, b, C, class_weight, norm)
 
 
 def warm_start(model, w, b) -> None:

@@ -51,20 +51,21 @@ import scipy.sparse as sp
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.models._linear import add_linear_rows, add_quadratic_objective, var_list
+from milopt.params import Choice, Float, ParamSet
 
 PROBLEM_CLASS = "QP"
 
-#: keys accepted from the command line: name -> (type, default, help)
-PARAMS = {
-    "C": (float, 1.0, "misclassification cost"),
-    "kernel": (str, "linear", "linear | rbf"),
-    "gamma": (float, None, "rbf width: exp(-gamma |x-y|^2); default 1/n_features"),
-    "class_weight": (str, "kent-yu", "kent-yu | balanced | none (as misvm-bigm)"),
-    "slack": (str, "bag", "bag (Kent & Yu: one slack per negative bag) | instance (Andrews)"),
-    "witness": (str, "sil", "sil (argmax of a SIL linear SVM) | first (first instance of each positive bag)"),
-    "form": (str, "auto", "auto (factor for linear, matrix for rbf) | matrix (objective held as the matrix Q) | "
-                          "factor (u = L'(y.alpha), 1/2|u|^2) | dense (upper-triangle quicksum)"),
-}
+#: keys accepted from the command line (milopt.params)
+PARAMS = ParamSet(
+    C=Float(1.0, "misclassification cost", gt=0),
+    kernel=Choice("linear", ("linear", "rbf"), "linear | rbf"),
+    gamma=Float(None, "rbf width: exp(-gamma |x-y|^2); default 1/n_features", gt=0),
+    class_weight=Choice("kent-yu", ("kent-yu", "balanced", "none"), "kent-yu | balanced | none (as misvm-bigm)"),
+    slack=Choice("bag", ("bag", "instance"), "bag (Kent & Yu: one slack per negative bag) | instance (Andrews)"),
+    witness=Choice("sil", ("sil", "first"), "sil (argmax of a SIL linear SVM) | first (first instance of each positive bag)"),
+    form=Choice("auto", ("auto", "matrix", "factor", "dense"), "auto (factor for linear, matrix for rbf) | matrix "
+                "(objective held as the matrix Q) | factor (u = L'(y.alpha), 1/2|u|^2) | dense (upper-triangle quicksum)"),
+)
 
 
 def default_witnesses(bags: Bags, rule="sil", random_state=0) -> np.ndarray:

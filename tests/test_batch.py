@@ -343,6 +343,10 @@ def test_learned_theta_is_stationary_point_of_eq7(medium, weighted, nu, threshol
     # and the system's own θ gradient agrees with the dense one
     S = BatchPSVMSystem(X, d, Rs, nu, c)
     assert S.theta_gradient(np.append(w, g), th) == pytest.approx(grad_t, abs=1e-8 * scale)
+    # eq. 7 is only bi-convex: check the learned θ against the profile min_z J_7(z, θ) on a grid
+    grid = np.linspace(-2.0, 4.0, 241)
+    prof = np.array([S.objective(S.solve(t), t, 1.0) for t in grid])
+    assert prof.min() >= res.objective * (1 - 1e-9)
 
 
 # ---------------------------------------------------------------- estimators / prediction

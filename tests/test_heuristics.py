@@ -215,7 +215,7 @@ def test_kent_yu_study_has_the_papers_seven_methods_and_grid(tmp_path):
                                         "misvm-univ1-univ2-cor"} <= set(study.METHODS)
     # §3.1: groups {20, 50} x instances {3, 6} x samples {20, 50, 100}
     assert sorted(study.PAPER_SETTINGS) == sorted((g, i, s) for g in (20, 50) for i in (3, 6) for s in (20, 50, 100))
-    assert study.STUDY_INIT == "random"            # Algorithm 1, line 2
+    assert study.STUDY_INIT == "random" and study.MISVM_INIT == "centroid"   # Algorithm 1 line 2; Andrews
     res = study.kent_yu_study(out_dir=str(tmp_path), replicates=1, settings=[(12, 2, 6), (14, 3, 5)], test_bags=12,
                               folds=2, Cs=(1.0,), gamma_factors=(1.0,), scenarios=(2,),
                               methods=("misvm-univ1-univ2-cor", "misvm-cor"), n_jobs=1, verbose=False)

@@ -143,12 +143,13 @@ def _imported_by(code: str) -> set:
     return set(json.loads(r.stdout.strip().splitlines()[-1]))
 
 
-def test_export_imports_neither_sklearn_nor_scipy_stats(tmp_path):
+def test_export_imports_neither_sklearn_nor_scipy_stats_nor_pandas(tmp_path):
     f = tmp_path / "m.mps"
     mods = _imported_by(f"from milopt.cli import main\nassert main(['export', 'misvm-bigm', '--data', "
                         f"'musk1', '-o', {str(f)!r}]) == 0")
     assert "sklearn" not in mods
     assert "scipy.stats" not in mods
+    assert "pandas" not in mods
     assert "milopt.estimators" not in mods and "milopt.bench.harness" not in mods
 
 
@@ -157,3 +158,18 @@ def test_export_imports_neither_sklearn_nor_scipy_stats(tmp_path):
 def test_light_imports_do_not_import_pyomo(code):
     mods = _imported_by(code)
     assert "pyomo" not in mods and "sklearn" not in mods
+
+
+@pytest.mark.parametrize("name", ["musk1", "musk2"])
+def test_shipped_data_read_without_pandas_equals_the_csv_reader(name):
+    import numpy as np
+
+    from milopt.data.loading import _read_shipped, instances_dir, read_mil_csv
+
+    path = instances_dir() / f"{name}.csv.gz"
+    for coords in (0, 2):
+        a = _read_shipped(path, name=name, coords=coords)
+        b = read_mil_csv(path, name=name, header=False, coords=coords)
+        for attr in ("X", "bag_index", "y", "bag_names", "coords"):
+            va, vb = getattr(a, attr), getattr(b, attr)
+            assert (va is None and vb is None) or np.array_equal(va, vb), attr

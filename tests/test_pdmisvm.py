@@ -250,13 +250,13 @@ def test_paper_presets_set_the_papers_settings():
     assert e.result_.extra["mu0"] == 1e-10 and e.result_.extra["C"] == 1e-3 and e.result_.extra["tol"] == 1e-5
     assert e.result_.extra["variant"] == "exact"          # the kernel variant runs the exact W update
     assert e.dual_coef_ is not None and e.predict(B).shape == (B.n_bags,)
-    l = PDMISVMClassifier(preset="paper-linear", max_iter=400).fit(B)
-    assert l.fit_info_["params"]["variant"] == "inexact"
-    assert l.result_.extra["variant"] == "inexact" and l.result_.extra["C"] == 1e4
-    assert l.result_.extra["mu0"] == 1e-8 and l.result_.extra["tol"] == 1e-5
+    lin = PDMISVMClassifier(preset="paper-linear", max_iter=400).fit(B)
+    assert lin.fit_info_["params"]["variant"] == "inexact"
+    assert lin.result_.extra["variant"] == "inexact" and lin.result_.extra["C"] == 1e4
+    assert lin.result_.extra["mu0"] == 1e-8 and lin.result_.extra["tol"] == 1e-5
     # a preset is the same as giving its keys by hand
     h = PDMISVMClassifier(variant="inexact", C=1e4, mu=1e-8, tol=1e-5, max_prox="paper", max_iter=400).fit(B)
-    np.testing.assert_allclose(h.coef_, l.coef_)
+    np.testing.assert_allclose(h.coef_, lin.coef_)
     # CLI key, conflicts and unknown names
     assert "preset" in get_method("pdmisvm").keys()
     get_method("pdmisvm").make({"preset": "paper-linear", "C": 1e4})          # same value: accepted

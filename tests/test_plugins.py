@@ -79,28 +79,16 @@ def test_plugin_formulation_and_method_fit(plugin):
 
 
 def test_plugin_benches(plugin, tmp_path):
-    from milopt.cli import main
-
-    cfg = tmp_path / "plugin.toml"
-    cfg.write_text(f"""
-name = "plugin"
-time_limit = 30
-folds = 2
-data = ["{DATA}"]
-imports = ["{plugin.name}"]
-
-[[solve]]
-formulation = "sil-l1-lp"
-solvers = ["scipy-lp", "highs"]
-
-[[fit]]
-method = "centroid-svm"
-""")
-    shutil.copy(plugin, tmp_path / plugin.name)
-    out = tmp_path / "out"
-    rc = main(["bench", str(cfg), "--out", str(out), "--quiet", "--json"])
-    assert rc == 0
+    """A configuration naming the plugin's formulation, backend and method, with the plugin in ``imports``."""
     import pandas as pd
+
+    from milopt.bench.harness import run_bench
+
+    cfg = {"name": "plugin", "time_limit": 30, "folds": 2, "data": [DATA], "imports": [str(plugin)],
+           "solve": [{"formulation": "sil-l1-lp", "solvers": ["scipy-lp", "highs"]}],
+           "fit": [{"method": "centroid-svm"}]}
+    out = tmp_path / "out"
+    run_bench(cfg, out=str(out), progress=False)
 
     runs = pd.read_csv(out / "runs.csv")
     assert set(runs["contender"]) >= {"scipy-lp", "highs", "centroid-svm"}

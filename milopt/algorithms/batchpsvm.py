@@ -77,7 +77,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from milopt.errors import InvalidParameterError
-from milopt.solvers.result import SolutionStatus, SolveResult, Termination
+from milopt.solvers.result import Termination, native
 
 
 class BatchPSVMSystem:
@@ -222,9 +222,6 @@ def fit_batchpsvm(X, d, R=None, nu: float = 1.0, theta: float = 0.0, learn_theta
                 term = Termination.OPTIMAL
                 break
     obj = sysm.objective(z, theta, lam)
-    res = SolveResult(solver="batchpsvm" + ("-learned" if learn_theta else ""), termination=term,
-                      status=SolutionStatus.OPTIMAL if term == Termination.OPTIMAL else SolutionStatus.FEASIBLE,
-                      objective=obj, bound=None, wall_time=time.perf_counter() - t0,
-                      iterations=iters, nodes=None, solver_version="milopt", problem_class="native", log="",
-                      history=tuple(history), extra={"theta": theta, "theta_penalty": lam})
+    res = native("batchpsvm" + ("-learned" if learn_theta else ""), term, obj, time.perf_counter() - t0,
+                 iterations=iters, history=history, extra={"theta": theta, "theta_penalty": lam})
     return z[:-1].copy(), float(z[-1]), theta, res

@@ -480,7 +480,7 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
         ``b``, ``nF``, ``nG1``, ``nG2``, ``serious``, ``null``, ``criticality`` (|v̄| of the last
         QP(I)), ``norm_d``, ``cpu_seconds``, ``restarts``.
     """
-    from milopt.solvers.result import SolutionStatus, SolveResult, Termination
+    from milopt.solvers.result import Termination, native
 
     _check_params(theta, eta, m, sigma, eps, max_fev, bundle_size)
     if b2 not in ("current", "all"):
@@ -606,10 +606,7 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
              "max_fev": int(max_fev), "bundle_size": int(bundle_size), "b2": b2, "max_bundle": max_bundle}
     if keep_bundle:
         extra["bundle"] = (np.asarray(G1), np.asarray(A1), np.asarray(G2[0]))
-    return SolveResult(solver="dcpca", termination=term,
-                       status=SolutionStatus.OPTIMAL if term == Termination.OPTIMAL else SolutionStatus.FEASIBLE,
-                       objective=ec.f, bound=None, wall_time=wall, iterations=it, problem_class="native",
-                       history=tuple(hist) if history else (), extra=extra, solver_version="milopt")
+    return native("dcpca", term, ec.f, wall, iterations=it, history=hist if history else (), extra=extra)
 
 
 # --------------------------------------------------------------------------------------------
@@ -635,7 +632,7 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
 
     mod = models.get("dcmil-dca")
     from milopt.solvers import solve
-    from milopt.solvers.result import SolutionStatus, SolveResult, Termination
+    from milopt.solvers.result import Termination, native
 
     if int(max_iter) < 1:
         raise InvalidParameterError(f"max_iter: expected at least 1, got {max_iter}")
@@ -698,7 +695,4 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
              "C": obj.C, "backend": solver,
              "last_subproblem": None if last is None else {"termination": str(last.termination),
                                                              "objective": last.objective}}
-    return SolveResult(solver=f"dca+{solver}", termination=term,
-                       status=SolutionStatus.OPTIMAL if term == Termination.OPTIMAL else SolutionStatus.FEASIBLE,
-                       objective=ec.f, wall_time=wall, iterations=k, problem_class="native",
-                       history=tuple(hist), extra=extra, solver_version="milopt")
+    return native(f"dca+{solver}", term, ec.f, wall, iterations=k, history=hist, extra=extra)

@@ -47,28 +47,9 @@ def slack_costs(bags, C: float, class_weight="kent-yu"):
     proportional to the number of positive bags and of negative instances, as mildsvm and
     ``misvm_bigm``); ``balanced``: inverse frequencies of the two slack kinds; ``none``: C.
     """
-    if not (np.isfinite(C) and C > 0):
-        raise InvalidParameterError(f"C: expected a positive finite cost, got {C}")
-    pos = bags.y == 1
-    n_neg_inst = int(np.sum(~pos[bags.bag_index]))
-    n_pos = int(pos.sum())
-    # per-bag costs exactly as misvm_bigm.bag_costs (kept here to avoid importing pyomo)
-    if class_weight in (None, "none", "None", False):
-        costs_bag = np.full(bags.n_bags, float(C))
-    elif class_weight == "kent-yu":
-        costs_bag = np.where(pos, C, C * n_pos / max(n_neg_inst, 1))
-    elif class_weight == "balanced":
-        nb = bags.n_bags
-        costs_bag = np.where(pos, C * nb / (2 * max(n_pos, 1)), C * nb / (2 * max(nb - n_pos, 1)))
-    else:
-        raise InvalidParameterError(f"class_weight: expected 'kent-yu', 'balanced' or 'none', got {class_weight!r}")
-    if class_weight == "kent-yu":
-        c_inst = C * n_pos / max(n_neg_inst, 1)
-    elif class_weight == "balanced":
-        c_inst = C * (n_pos + n_neg_inst) / (2.0 * max(n_neg_inst, 1))
-    else:
-        c_inst = float(C)
-    return costs_bag, c_inst
+    from milopt.numerics import bag_costs, instance_cost
+
+    return bag_costs(bags, C, class_weight), instance_cost(bags, C, class_weight)
 
 
 def slack_structure(bags, C=1.0, class_weight="kent-yu", slack="bag"):

@@ -84,7 +84,7 @@ from scipy.special import expit, log_expit, xlogy
 
 from milopt.errors import InvalidDataError, InvalidParameterError
 from milopt.segments import segment_argmax, segment_max, segment_sum
-from milopt.solvers.result import SolutionStatus, SolveResult, Termination
+from milopt.solvers.result import Termination, native
 
 __all__ = ["GSM", "make_gsm", "theta_pg", "theta_gamma", "theta_from_psi", "rbf_kernel", "expected_max_others", "max_others",
            "loo_survival", "median_sq_distance", "inducing_points", "VGPMILPosterior", "fit_vgpmil", "bag_probabilities"]
@@ -166,14 +166,11 @@ def make_gsm(theta="pg", alpha=1.0, beta=2.5) -> GSM:
 # ---------------------------------------------------------------------------------------------
 def rbf_kernel(X, Y, variance=1.0, lengthscale=1.0):
     r""":math:`v\exp(-\lVert x-y\rVert^2/(2l))` between the rows of X (n, d) and Y (m, d) -> (n, m)."""
-    X = np.asarray(X, dtype=float)
-    Y = np.asarray(Y, dtype=float)
-    d2 = (X * X).sum(1)[:, None] + (Y * Y).sum(1)[None, :] - 2.0 * (X @ Y.T)
-    np.maximum(d2, 0.0, out=d2)
-    d2 *= -0.5 / lengthscale
-    np.exp(d2, out=d2)
-    d2 *= variance
-    return d2
+    from milopt.features.kernels import kernel_matrix
+
+    K = kernel_matrix(X, Y, "rbf", 0.5 / lengthscale)
+    K *= variance
+    return K
 
 
 def median_sq_distance(X, n_max=1000, random_state=0) -> float:
@@ -974,8 +971,6 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
         post, pi, best_it = best
         objective = history[best_it - 1]["elbo"]
         extra.update({"best_iteration": best_it, "val_auc": best_auc, "last_iteration_elbo": history[-1]["elbo"]})
-    status = SolutionStatus.OPTIMAL if termination == Termination.OPTIMAL else SolutionStatus.FEASIBLE
-    res = SolveResult(solver="vgpmil", termination=termination, status=status, objective=objective,
-                      wall_time=time.perf_counter() - t_start, iterations=it, problem_class="native",
-                      solver_version=f"milopt-vgpmil ({gsm.name})", history=tuple(history), extra=extra)
+    res = native("vgpmil", termination, objective, time.perf_counter() - t_start, iterations=it, history=history,
+                 extra=extra, version=f"milopt-vgpmil ({gsm.name})")
     return post, pi, res

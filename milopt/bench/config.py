@@ -14,7 +14,6 @@ import itertools
 import json
 import math
 import re
-import sys
 import tomllib
 import warnings
 from dataclasses import dataclass, field
@@ -271,27 +270,13 @@ def _resolve_imports(cfg: dict) -> tuple:
 
 def import_plugins(imports) -> None:
     """Import plugin modules (names or .py paths) so that their registrations take effect."""
-    import importlib
-    import importlib.util
+    from milopt.plugins import load
 
     for item in imports:
-        if item.endswith(".py"):
-            name = "milopt_bench_plugin_" + hashlib.sha1(item.encode()).hexdigest()[:10]
-            if name in sys.modules:
-                continue
-            spec = importlib.util.spec_from_file_location(name, item)
-            mod = importlib.util.module_from_spec(spec)
-            sys.modules[name] = mod
-            try:
-                spec.loader.exec_module(mod)
-            except Exception:
-                sys.modules.pop(name, None)
-                raise
-        else:
-            try:
-                importlib.import_module(item)
-            except ModuleNotFoundError as exc:
-                raise InvalidParameterError(f"imports: module {item!r} not found ({exc})") from None
+        try:
+            load(item)
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(f"imports: {exc}") from None
 
 
 def expand(cfg: dict, *, warn=True) -> list[Run]:

@@ -5,13 +5,13 @@ in :data:`GENERATOR_MODULES` (or imported before use) so that ``load`` finds it.
 """
 from __future__ import annotations
 
-import importlib
 import inspect
 from dataclasses import dataclass
 from typing import Callable
 
 from milopt.errors import InvalidParameterError
 from milopt.params import coerce
+from milopt.plugins import import_all
 
 GENERATOR_MODULES = [
     "milopt.data.generators",
@@ -37,12 +37,7 @@ def register_generator(name: str, func: Callable, doc: str = "") -> Callable:
 
 
 def _import_all():
-    for mod in GENERATOR_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise
+    import_all(GENERATOR_MODULES)
 
 
 def generators() -> dict[str, GeneratorSpec]:

@@ -217,7 +217,8 @@ class BatchSVMClassifier(_BatchClassifier):
         self.labels_source_ = sol["labels"]
         self.fit_info_ = {"objective": res.objective, "termination": str(res.termination),
                           "solve_seconds": res.wall_time, "build_seconds": build_s,
-                          "nonzero_weights": int(np.sum(np.abs(self.coef_) > 1e-9)), "labels": sol["labels"], "coords_appended": bool(self.coords_appended_)}
+                          "nonzero_weights": int(np.sum(np.abs(self.coef_) > 1e-9)), "labels": sol["labels"],
+                          "coords_appended": bool(self.coords_appended_)}
         return self
 
     def _store_params(self):
@@ -340,7 +341,8 @@ class BatchPSVMClassifier(_BatchClassifier):
         self.result_ = res
         self.labels_source_ = src
         self.fit_info_ = {"objective": res.objective, "theta": self.theta_, "iterations": int(res.iterations or 0),
-                          "termination": str(res.termination), "solve_seconds": res.wall_time, "labels": src, "coords_appended": bool(self.coords_appended_)}
+                          "termination": str(res.termination), "solve_seconds": res.wall_time, "labels": src,
+                          "coords_appended": bool(self.coords_appended_)}
         return self
 
     def _operator(self, bags: Bags):

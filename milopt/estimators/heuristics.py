@@ -292,12 +292,15 @@ class MISVMHeuristic(_KernelMIL):
 class MISMMHeuristic(MISVMHeuristic):
     """mi-SMM by Kent & Yu's Algorithm 1: MI-SVM alternation with the SMM (mean embedding) kernel.
 
-    Defaults follow the paper: bag slacks (the dual eq. 3 caps Σ_{i∈I} α_i ≤ C for a negative
-    group), C weighted inversely to the positive groups and negative instances (§3.3), a random
-    initial selector (Algorithm 1, line 2; ``init='centroid'`` gives Andrews et al.'s start),
-    stop when the selection no longer changes or after ``max_iter`` alternations."""
+    Defaults follow the paper — bag slacks (the dual eq. 3 caps Σ_{i∈I} α_i ≤ C for a negative
+    group), C weighted inversely to the positive groups and negative instances (§3.3), stop when
+    the selection no longer changes or after ``max_iter`` alternations — except the start: the
+    paper's Algorithm 1 (line 2) starts from a random selector (``init='random'``); the default
+    ``init='centroid'`` is Andrews et al.'s start, because from a random selector Algorithm 1 with
+    these kernels usually stops after one alternation at that random selection (the fitted SVM
+    ranks every selected instance first in its group), see docs/kent_yu_study.md."""
 
-    def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="random",
+    def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=True, summary=None,
                  scale_samples=True, scale_C=False, random_state=0):
         MISVMHeuristic.__init__(self, C=C, kernel=kernel, gamma=gamma, slack=slack, class_weight=class_weight, init=init,
@@ -307,9 +310,10 @@ class MISMMHeuristic(MISVMHeuristic):
 
 class MISVMSummary(MISVMHeuristic):
     """Kent & Yu's mi-SVM baselines (§3.2): Algorithm 1 on summary features of the samples
-    (random initial selector as Algorithm 1, line 2)."""
+    (``init='random'`` is the paper's start; default Andrews' centroid start, as
+    :class:`MISMMHeuristic`)."""
 
-    def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="random",
+    def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary="univ1",
                  scale_samples=True, scale_C=False, random_state=0):
         MISVMHeuristic.__init__(self, C=C, kernel=kernel, gamma=gamma, slack=slack, class_weight=class_weight, init=init,
@@ -395,7 +399,7 @@ class MISMMMIQP(MILClassifier):
     """
 
     def __init__(self, C=1.0, gamma=None, m=240, rank=None, class_weight="kent-yu", solver="scip", time_limit=30.0,
-                 mip_gap=None, restarts=1, max_iter=50, threads=None, scale_samples=True, init="random",
+                 mip_gap=None, restarts=1, max_iter=50, threads=None, scale_samples=True, init="centroid",
                  random_state=0):
         self.C = C
         self.init = init

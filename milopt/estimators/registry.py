@@ -15,11 +15,11 @@ fitted under its own name (``milopt fit misvm-bigm --set norm=l1``): the generic
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 
 from milopt.errors import InvalidParameterError
 from milopt.params import Bool, Float, Int, ParamSet
+from milopt.plugins import import_all
 
 METHOD_MODULES = [
     "milopt.estimators.misvm",
@@ -121,12 +121,7 @@ def register_method(name: str, cls: type, *, fixed: dict | None = None, doc: str
 
 def methods() -> dict[str, MethodSpec]:
     """The registered methods (imports every built-in estimator module)."""
-    for mod in METHOD_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise
+    import_all(METHOD_MODULES)
     return dict(_METHODS)
 
 
@@ -136,7 +131,7 @@ def formulation_method(name: str) -> MethodSpec | None:
 
     if name not in models.names():
         return None
-    from milopt.estimators.formulation import FormulationClassifier, classifier_class
+    from milopt.estimators.formulation import classifier_class
 
     f = models.formulation(name)
     cls = classifier_class(f)

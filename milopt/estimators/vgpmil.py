@@ -254,7 +254,10 @@ class VGPMILClassifier(MILClassifier):
                           "lengthscale": float(post.lengthscale), "variance": float(post.variance),
                           "lengthscale_over_median": float(post.lengthscale / med),
                           "selected_epochs": int(chosen_epochs), "in_warmup": int(chosen_epochs <= int(self.warmup)),
-                          "termination": str(res.termination), "n_inducing": int(post.Z.shape[0])}
+                          "termination": str(res.termination), "n_inducing": int(post.Z.shape[0]),
+                          # early stopping: the refit replays the epochs chosen on the validation bags, so
+                          # its termination is "iteration_limit" by construction
+                          "stopping": "early_stopping" if use_val else "convergence"}
         if selection:
             self.fit_info_["inner_val_auc"] = float(max(s["val_auc"] for s in selection))
 

@@ -126,8 +126,8 @@ class MISVMBranchAndBound:
         B = self.ptr.size - 1
         if self.costs.shape != (B,) or self.ybag.shape != (B,):
             raise InvalidParameterError("bnb: one cost and one label per bag expected")
-        if not np.all(self.costs > 0):
-            raise InvalidParameterError("bnb: bag costs must be positive")
+        if not np.all(self.costs >= 0):
+            raise InvalidParameterError("bnb: bag costs must be non-negative")
         self.n, self.d, self.B = n, d, B
         sizes = np.diff(self.ptr)
         if np.any(sizes < 1):
@@ -140,19 +140,24 @@ class MISVMBranchAndBound:
         self.dense = n <= DENSE_MAX
         self.K = self.X @ self.X.T if self.dense else None
         self.tol = float(tol)
-        self.smo = GroupSVMDual(self.K, self.y, self.bag_of, self.costs, tol=self.tol,
+        # a bag of cost 0 (e.g. kent-yu weights without positive bags) never constrains (w, b):
+        # its instances stay out of every effective set
+        self.live = self.costs > 0
+        self.smo = GroupSVMDual(self.K, self.y, self.bag_of, np.where(self.live, self.costs, 1.0), tol=self.tol,
                                 X=None if self.dense else self.X, max_iter=20000)
         self.diag = self.smo.diag
         # rows always in the effective set: negative instances and one-instance positive bags
         base = self.y < 0
         single = self.pos_bags[sizes[self.pos_bags] == 1]
         base[self.ptr[single]] = True
+        base &= self.live[self.bag_of]
+        dead = ~self.live[self.pos_bags]
         self.base_active = base
         if qp not in ("auto", "ipm", "smo"):
             raise InvalidParameterError(f"bnb: qp must be 'auto', 'ipm' or 'smo', got {qp!r}")
         n_eff = int(base.sum()) + int(np.sum(sizes[self.pos_bags] > 1))
         self.qp = ("ipm" if n_eff <= IPM_MAX and self.dense else "smo") if qp == "auto" else qp
-        self.wit0 = np.where(sizes[self.pos_bags] == 1, self.ptr[self.pos_bags], -1)
+        self.wit0 = np.where((sizes[self.pos_bags] == 1) | dead, self.ptr[self.pos_bags], -1)
 
     # ------------------------------------------------------------- linear algebra
     def _Kv(self, v):
@@ -202,10 +207,15 @@ class MISVMBranchAndBound:
         from milopt.algorithms.svm_ipm import _ipm
 
         idx = np.flatnonzero(active)
+        alpha = np.zeros(self.n)
+        if not ((self.y[idx] > 0).any() and (self.y[idx] < 0).any()):
+            # one class only: Σ y α = 0 leaves α = 0 as the only dual feasible point (w = 0)
+            self.smo.alpha = alpha
+            self.smo.F = self.y.copy()
+            return 0, True
         gi, ginv = np.unique(self.bag_of[idx], return_inverse=True)
         Ke = self._Krows(idx, idx)
         r = _ipm(Ke, self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
-        alpha = np.zeros(self.n)
         alpha[idx] = self.project(r["alpha"], idx)
         self.smo.alpha = alpha
         self.smo.F = self.y - self._Kv(self.y * alpha)
@@ -343,7 +353,8 @@ class MISVMBranchAndBound:
                 nodes += 1
                 wit = node.wit
                 active = self.base_active.copy()
-                active[wit[wit >= 0]] = True
+                fixed = wit[wit >= 0]
+                active[fixed[self.live[self.bag_of[fixed]]]] = True
                 tol = self.tol
                 alpha0 = node.alpha
                 while True:

@@ -122,7 +122,7 @@ def _run_highs(model, opts):
 
     thr = opts["threads"]
     if thr is not None and _HIGHS_THREADS[0] is not None and thr != _HIGHS_THREADS[0]:
-        highspy.Highs.resetGlobalScheduler(True)  # SOLVER_NOTES: scheduler re-initialisation
+        highspy.Highs.resetGlobalScheduler(True)  # docs/solvers.md: scheduler re-initialisation
     if thr is not None:
         _HIGHS_THREADS[0] = thr
     native = {"output_flag": bool(opts["verbose"])}

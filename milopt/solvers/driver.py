@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -25,7 +24,7 @@ from typing import Callable
 import pyomo.environ as pe
 
 from milopt.errors import NoSolutionError, SolverUnavailableError, UnsupportedProblemError
-from milopt.solvers.result import SolutionStatus, SolveResult, Termination, relative_gap
+from milopt.solvers.result import SolutionStatus, SolveResult, Termination, finish, relative_gap  # noqa: F401
 
 PROBLEM_CLASSES = ("LP", "QP", "MILP", "MIQP", "QCQP", "MIQCQP")
 
@@ -108,8 +107,9 @@ BUILTIN_BACKENDS = ["milopt.solvers.builtin", "milopt.solvers.ipopt_backend", "m
 
 def backends() -> dict[str, Backend]:
     """Registered backends by name (installed or not)."""
-    for mod in BUILTIN_BACKENDS:
-        importlib.import_module(mod)
+    from milopt.plugins import import_all
+
+    import_all(BUILTIN_BACKENDS)
 
     return {n: b for n, b in _BACKENDS.items() if n == b.name}
 
@@ -260,27 +260,3 @@ def _safe(f):
         return f()
     except Exception:
         return ""
-
-
-def finish(solver: str, version: str, cls: str, termination: Termination, has_solution: bool,
-           objective, bound, wall: float, *, iterations=None, nodes=None, log="", extra=None,
-           integer: bool = False) -> SolveResult:
-    """Assemble a SolveResult with a consistent status and gap."""
-    if not has_solution:
-        status = SolutionStatus.NONE
-        objective = None
-    elif termination == Termination.OPTIMAL:
-        status = SolutionStatus.OPTIMAL
-    else:
-        status = SolutionStatus.FEASIBLE
-    objective = None if objective is None else float(objective)
-    if bound is not None:
-        bound = float(bound)
-        if not math.isfinite(bound):
-            bound = None
-    if status == SolutionStatus.OPTIMAL and bound is None:
-        bound = objective  # continuous optimum: the objective is its own bound
-    gap = relative_gap(objective, bound) if objective is not None else math.inf
-    return SolveResult(solver=solver, termination=termination, status=status, objective=objective, bound=bound,
-                       gap=gap, wall_time=float(wall), iterations=iterations, nodes=nodes, solver_version=version,
-                       problem_class=cls, log=log or "", extra=dict(extra or {}))

@@ -6,7 +6,7 @@ cached sparse matrix after an identity check, other rows from their expressions)
 ``generate_standard_repn(quadratic=True)`` gives the objective (linear part, constant, and the
 quadratic terms), and highspy writes the files.  Files written this
 way are read identically by HiGHS and SCIP: Pyomo's own ``.lp`` writer prints squared terms
-as ``x ^ 2``, which SCIP 10's LP reader rejects (SOLVER_NOTES.md).  Models with SOS or
+as ``x ^ 2``, which SCIP 10's LP reader rejects (docs/solvers.md).  Models with SOS or
 indicator constraints, which highspy cannot represent, fall back to Pyomo's writers with the
 ``^ 2`` spacing repaired.
 
@@ -381,6 +381,8 @@ def _clean(name: str) -> str:
 def _has_special(model) -> bool:
     if any(True for _ in model.component_data_objects(pe.SOSConstraint, active=True)):
         return True
+    if str(getattr(model, "_milopt_class", "") or "").endswith("QCQP"):
+        return True  # quadratic rows: extract() takes linear rows only
     return bool(getattr(model, "_milopt_features", ()))
 
 
@@ -403,7 +405,11 @@ def export(model, path, *, names: bool = True) -> dict:
     if path.is_dir():
         raise InvalidParameterError(f"cannot write {path}: it is a directory; give a file name ending in .mps or .lp")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
+    from pyomo.common.gc_manager import PauseGC
+
+    # no cyclic garbage collection while the matrices are assembled: a collection would walk
+    # every Pyomo expression of the model (about a second on MUSK2's 10^6 terms)
+    with PauseGC(), tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / ("model" + fmt)
         if getattr(model, "_milopt_indicators", None):
             # indicator constraints exist only as milopt declarations: SCIP's writers hold them

@@ -12,7 +12,7 @@ this bridge extracts the model's matrices with :func:`milopt.solvers.export.extr
 and hands Ipopt exact derivatives: gradient :math:`c + Qx`, the constant Jacobian :math:`A`
 (sparse structure given once), and the Hessian of the Lagrangian
 :math:`\\sigma_f Q` (lower triangle; the constraints are linear so their multipliers do not
-enter it).  Options: ``mu_strategy=adaptive`` by default (SOLVER_NOTES.md: with Ipopt's
+enter it).  Options: ``mu_strategy=adaptive`` by default (measured: with Ipopt's
 monotone default an SVM-shaped QP had not finished after 270 s, adaptive took 42 s),
 ``max_wall_time`` for the time limit, ``print_level=0`` and no banner unless ``verbose``.
 Ipopt writes its log from C straight to the process's stdout, never through a pipe that

@@ -138,3 +138,48 @@ class SolveResult:
             d["history"] = [dict(h) for h in self.history]
         d["extra"] = dict(self.extra)
         return d
+
+
+def finish(solver: str, version: str, cls: str, termination: Termination, has_solution: bool,
+           objective, bound, wall: float, *, iterations=None, nodes=None, log="", extra=None,
+           integer: bool = False, history=()) -> SolveResult:
+    """A backend's :class:`SolveResult` with a consistent status and gap.
+
+    No solution: status none, no objective.  Termination optimal: status optimal, and a
+    missing bound is the objective itself (a continuous optimum).  Otherwise: feasible.  The gap
+    is :func:`relative_gap` of objective and bound (infinite without either)."""
+    if not has_solution:
+        status = SolutionStatus.NONE
+        objective = None
+    elif termination == Termination.OPTIMAL:
+        status = SolutionStatus.OPTIMAL
+    else:
+        status = SolutionStatus.FEASIBLE
+    objective = None if objective is None else float(objective)
+    if bound is not None:
+        bound = float(bound)
+        if not math.isfinite(bound):
+            bound = None
+    if status == SolutionStatus.OPTIMAL and bound is None:
+        bound = objective  # continuous optimum: the objective is its own bound
+    gap = relative_gap(objective, bound) if objective is not None else math.inf
+    return SolveResult(solver=solver, termination=termination, status=status, objective=objective, bound=bound,
+                       gap=gap, wall_time=float(wall), iterations=iterations, nodes=nodes, solver_version=version,
+                       problem_class=cls, log=log or "", extra=dict(extra or {}), history=tuple(history))
+
+
+def native(solver: str, termination: Termination, objective, wall: float, *, iterations=None, history=(),
+           extra=None, version: str = "milopt") -> SolveResult:
+    """The :class:`SolveResult` of a native iterative method (problem class ``native``).
+
+    Status optimal when the method's own stopping test was met (termination optimal: converged,
+    a stationary point, not a certified global optimum), feasible when it stopped on a limit,
+    none when the objective is not a finite number.  No bound, so the gap is infinite."""
+    ok = objective is not None and math.isfinite(float(objective)) and termination != Termination.ERROR
+    status = (SolutionStatus.OPTIMAL if termination == Termination.OPTIMAL else SolutionStatus.FEASIBLE) if ok \
+        else SolutionStatus.NONE
+    return SolveResult(solver=solver, termination=termination, status=status,
+                       objective=None if objective is None else float(objective), bound=None, gap=math.inf,
+                       wall_time=float(wall), iterations=iterations, solver_version=version, problem_class="native",
+                       history=tuple(history), extra=dict(extra or {}))
+

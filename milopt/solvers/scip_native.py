@@ -18,7 +18,7 @@ declares the feature ``INDICATOR`` so that the driver refuses every backend but 
 
 A quadratic objective is moved into an epigraph variable (SCIP objectives are linear):
 min cᵀx + t + c0 s.t. t ≥ ½xᵀQx.  SCIP is called in-process with its output off unless
-``verbose`` (no pipe is involved, so the blocking of SOLVER_NOTES cannot happen).
+``verbose`` (no pipe is involved, so SCIP cannot block on a full log pipe; docs/solvers.md).
 """
 from __future__ import annotations
 

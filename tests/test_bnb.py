@@ -1,0 +1,236 @@
+"""The MI-SVM branch and bound (``--solver bnb``) against brute force, SCIP and the heuristics."""
+import itertools
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pyomo.environ as pe
+import pytest
+
+from milopt.algorithms.mi_heuristics import misvm_alternate
+from milopt.data import Bags
+from milopt.errors import UnsupportedProblemError
+from milopt.models import misvm_bigm
+from milopt.solvers import SolutionStatus, Termination, installed, solve
+from milopt.solvers.bnb import MISVMBranchAndBound, mi_objective_best_b, solve_bags
+
+
+def tiny(seed, n_pos=3, n_neg=3, d=3, max_size=4):
+    rng = np.random.default_rng(seed)
+    arrs, y = [], []
+    for _ in range(n_pos):
+        arrs.append(rng.normal(size=(rng.integers(1, max_size), d)) + rng.normal(0, 1.5, size=d))
+        y.append(1)
+    for _ in range(n_neg):
+        arrs.append(rng.normal(size=(rng.integers(1, max_size), d)) - 0.5)
+        y.append(0)
+    return Bags.from_arrays(arrs, y)
+
+
+def selection_qp(bags, witnesses, costs):
+    """Optimum of the convex MI-SVM QP for one witness per positive bag, certified: the dual by
+    the interior-point method, the primal value of its w with the best intercept (scanned over
+    all breakpoints), and their gap checked to be negligible.  (HiGHS's active-set QP was seen
+    to cycle on some of these tiny degenerate QPs.)"""
+    from milopt.algorithms.svm_ipm import solve_group_dual_ipm
+
+    X, bi = bags.X, bags.bag_index
+    rows = np.array([i for i in range(bags.n_instances) if bags.y[bi[i]] == 0] + list(witnesses), dtype=int)
+    rows = rows[costs[bi[rows]] > 0]        # a bag of cost 0 never constrains (w, b)
+    if rows.size == 0 or np.unique(bags.y[bi[rows]]).size < 2:
+        return 0.0                           # one class only: w = 0 and a large |b| cost nothing
+    y = np.where(bags.y[bi[rows]] == 1, 1.0, -1.0)
+    g, ginv = np.unique(bi[rows], return_inverse=True)
+    r = solve_group_dual_ipm(X[rows] @ X[rows].T, y, ginv, costs[g], tol=1e-12)
+    w = X[rows].T @ (r["alpha"] * y)
+    raw = X[rows] @ w
+    best = np.inf
+    for b in np.r_[y - raw, 0.0]:
+        loss = np.maximum(0.0, 1.0 - y * (raw + b))
+        xi = np.zeros(g.size)
+        np.maximum.at(xi, ginv, loss)
+        best = min(best, 0.5 * w @ w + costs[g] @ xi)
+    assert best - r["dual"] <= 1e-7 * max(1.0, best)
+    return best
+
+
+def brute_force(bags, costs):
+    ptr = bags.bag_ptr
+    pos = np.flatnonzero(bags.y == 1)
+    choices = [range(ptr[I], ptr[I + 1]) for I in pos]
+    return min(selection_qp(bags, s, costs) for s in itertools.product(*choices))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("qp", ["ipm", "smo"])
+def test_optimum_equals_brute_force(seed, qp):
+    bags = tiny(seed)
+    cw = ["kent-yu", "balanced", "none", "kent-yu"][seed]
+    costs = misvm_bigm.bag_costs(bags, 1.0, cw)
+    ref = brute_force(bags, costs)
+    out = solve_bags(bags, C=1.0, class_weight=cw, costs=costs, mip_gap=1e-7, restarts=0, qp=qp)
+    assert out["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert out["bound"] <= ref + 1e-7
+    assert out["bound"] >= ref - 1e-5 * max(1.0, ref)
+    # the returned point really has the returned MI-SVM objective
+    assert misvm_bigm.objective_value(bags, out["w"], out["b"], 1.0, cw) == pytest.approx(out["objective"], rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_bound_is_valid_at_every_stage(seed):
+    """Stopped after 1, 2, 3, ... nodes, the bound never exceeds the true optimum."""
+    bags = tiny(seed, n_pos=4, max_size=4)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs)
+    last = -math.inf
+    for k in range(1, 12):
+        out = eng.solve(node_limit=k, mip_gap=1e-8)
+        assert out["bound"] <= ref + 1e-7
+        assert out["objective"] >= ref - 1e-7
+        assert out["bound"] >= last - 1e-9          # more nodes never weaken the bound
+        last = out["bound"]
+        if out["termination"] == "optimal":
+            break
+    assert out["termination"] == "optimal"
+
+
+def test_best_intercept_is_exact():
+    rng = np.random.default_rng(0)
+    bags = tiny(1)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    w = rng.normal(size=bags.n_features)
+    val, b = mi_objective_best_b(bags.X @ w, costs, bags.y == 1, bags.bag_ptr, float(w @ w))
+    grid = np.linspace(b - 5, b + 5, 2001)
+    vals = [misvm_bigm.objective_value(bags, w, bb) for bb in grid]
+    assert val == pytest.approx(misvm_bigm.objective_value(bags, w, b), rel=1e-12)
+    assert val <= min(vals) + 1e-12
+
+
+@pytest.mark.skipif("scip" not in installed(), reason="needs pyscipopt")
+@pytest.mark.parametrize("seed", [0, 3])
+def test_against_scip_and_heuristics(seed):
+    bags = tiny(seed + 10, n_pos=4, n_neg=4, d=3)
+    m = misvm_bigm.build(bags, C=1.0)
+    scip = solve(m, "scip", time_limit=30, mip_gap=1e-9)
+    m2 = misvm_bigm.build(bags, C=1.0)
+    res = solve(m2, "bnb", time_limit=30, mip_gap=1e-7)
+    assert res.status == SolutionStatus.OPTIMAL
+    assert res.objective <= scip.objective + 1e-6 * max(1.0, scip.objective)
+    assert res.bound >= scip.bound - 1e-6 * max(1.0, abs(scip.bound))
+    if scip.status == SolutionStatus.OPTIMAL:
+        assert res.objective == pytest.approx(scip.objective, rel=1e-5, abs=1e-7)
+    # the loaded point is the model's solution: the objective is the big-M model's objective
+    assert pe.value(m2.obj) == pytest.approx(res.objective, rel=1e-9)
+    for r in range(3):
+        h = misvm_alternate(None, bags, C=1.0, X=bags.X, init="random" if r else "centroid", random_state=r)
+        w = bags.X.T @ (h["alpha"] * h["y"])
+        assert res.objective <= misvm_bigm.objective_value(bags, w, h["b"]) + 1e-7
+    hist = res.history
+    assert hist and hist[-1]["lower"] <= hist[-1]["upper"] + 1e-12
+    assert all(h1["lower"] >= h0["lower"] - 1e-9 for h0, h1 in zip(hist, hist[1:]))
+
+
+@pytest.mark.parametrize("case", ["one_positive_bag", "singletons", "duplicates", "no_negative_bags",
+                                  "no_positive_bags"])
+def test_degenerate_inputs(case):
+    rng = np.random.default_rng(3)
+    if case == "one_positive_bag":
+        arrs = [rng.normal(size=(4, 2)) + 1] + [rng.normal(size=(3, 2)) - 1 for _ in range(3)]
+        y = [1, 0, 0, 0]
+    elif case == "singletons":
+        arrs = [rng.normal(size=(1, 2)) + s for s in (1, 1, -1, -1, 0.5)]
+        y = [1, 1, 0, 0, 0]
+    elif case == "duplicates":
+        p = rng.normal(size=(1, 2))
+        arrs = [np.vstack([p, p, p]), np.vstack([p + 1, p + 1]), rng.normal(size=(2, 2)) - 1, np.vstack([p, p])]
+        y = [1, 1, 0, 0]
+    elif case == "no_negative_bags":
+        arrs = [rng.normal(size=(3, 2)) for _ in range(3)]
+        y = [1, 1, 1]
+    else:
+        arrs = [rng.normal(size=(3, 2)) for _ in range(3)]
+        y = [0, 0, 0]
+    bags = Bags.from_arrays(arrs, y)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    m = misvm_bigm.build(bags, C=1.0)
+    res = solve(m, "bnb", time_limit=30, mip_gap=1e-7)
+    assert res.status == SolutionStatus.OPTIMAL
+    if (bags.y == 1).any():
+        ref = brute_force(bags, costs)
+    else:
+        ref = selection_qp(bags, [], costs)
+    assert res.objective == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert res.bound <= ref + 1e-7
+
+
+def musk_like(n_bags=40, seed=0):
+    from milopt.data import load
+    from milopt.metrics import standardize
+
+    b = load("musk1")
+    rng = np.random.default_rng(seed)
+    pos, neg = np.flatnonzero(b.y == 1), np.flatnonzero(b.y == 0)
+    ids = np.sort(np.r_[rng.choice(pos, n_bags // 2, replace=False), rng.choice(neg, n_bags // 2, replace=False)])
+    return standardize(b.subset(ids))
+
+
+def test_time_limit_returns_a_status():
+    bags = musk_like(40)
+    m = misvm_bigm.build(bags, C=1.0)
+    res = solve(m, "bnb", time_limit=2.0)
+    assert res.termination == Termination.TIME_LIMIT
+    assert res.status == SolutionStatus.FEASIBLE
+    assert res.wall_time < 2.0 + 1.5
+    assert res.bound is not None and res.bound <= res.objective
+    assert 0 < res.gap < 1
+
+
+def test_interruption_returns_bounds():
+    bags = tiny(7, n_pos=5)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs)
+
+    def stop(scores):
+        raise KeyboardInterrupt
+
+    out = eng.solve(heuristic=stop)
+    assert out["termination"] == "interrupted"
+    assert out["w"] is not None and out["bound"] <= out["objective"]
+
+
+def test_refuses_other_formulations():
+    bags = tiny(0)
+    m = misvm_bigm.build(bags, C=1.0, norm="l1")
+    with pytest.raises(UnsupportedProblemError, match="bnb"):
+        solve(m, "bnb")
+    from milopt.models import get
+
+    other = get("misvm-dual-qp").build(bags)
+    with pytest.raises(UnsupportedProblemError, match="misvm-bigm"):
+        solve(other, "bnb")
+
+
+def _cli(*args):
+    p = subprocess.run([sys.executable, "-m", "milopt.cli", *args], capture_output=True, text=True, timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_cli_solve_and_fit():
+    code, out, err = _cli("solve", "misvm-bigm", "--data", "gen:digits?bags=12&seed=1", "--solver", "bnb",
+                          "--time-limit", "60", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["solver"] == "bnb" and r["status"] == "optimal" and r["termination"] == "optimal"
+    assert r["bound"] <= r["objective"] + 1e-9 and r["nodes"] >= 1 and r["history"]
+    code, out, err = _cli("solve", "misvm-bigm", "--data", "gen:digits?bags=12&seed=1", "--solver", "bnb",
+                          "--set", "norm=l1")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "bnb" in err
+    code, out, err = _cli("fit", "misvm-miqp", "--data", "gen:digits?bags=12&seed=1", "--set", "solver=bnb",
+                          "--set", "time_limit=60", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["train"]["termination"] == "optimal"
