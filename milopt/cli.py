@@ -508,5 +508,28 @@ def main(argv=None) -> int:
         return 2
 
 
+#: commands whose process may end without Python's finalisation (freeing a large Pyomo model
+#: object by object took seconds, outside every time limit); their files are closed already
+FAST_EXIT_COMMANDS = frozenset({"fit", "solve", "export", "info", "datasets", "list"})
+
+
+def run() -> None:  # pragma: no cover - the console-script entry point (exits the process)
+    """``milopt`` console script: :func:`main`, then exit (skipping the teardown for the
+    commands in :data:`FAST_EXIT_COMMANDS`)."""
+    argv = sys.argv[1:]
+    code = main(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command in FAST_EXIT_COMMANDS:
+        import os
+
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()
