@@ -479,6 +479,16 @@ def _blame_key(args, msg: str) -> str | None:
     return keys[0] if len(keys) == 1 else None
 
 
+#: one line per file-system error (the file name fills the braces)
+_OS_ERRORS = (
+    (FileNotFoundError, "file not found: {}"),
+    (IsADirectoryError, "{} is a directory; give a file path"),
+    (NotADirectoryError, "cannot write {}: a part of the path is a regular file, not a directory"),
+    (FileExistsError, "cannot create {}: a file of that name is in the way"),
+    (PermissionError, "permission denied: {}"),
+)
+
+
 def main(argv=None) -> int:
     from milopt.errors import MiloptError
 
@@ -507,25 +517,13 @@ def main(argv=None) -> int:
         except OSError:
             pass
         return 0
-    except FileNotFoundError as exc:
-        print(f"milopt: error: file not found: {exc.filename}", file=sys.stderr)
-        return 2
-    except IsADirectoryError as exc:
-        print(f"milopt: error: {exc.filename} is a directory; give a file path", file=sys.stderr)
-        return 2
-    except NotADirectoryError as exc:
-        print(f"milopt: error: cannot write {exc.filename}: a part of the path is a regular file, not a directory",
-              file=sys.stderr)
-        return 2
-    except FileExistsError as exc:
-        print(f"milopt: error: cannot create {exc.filename}: a file of that name is in the way", file=sys.stderr)
-        return 2
-    except PermissionError as exc:
-        print(f"milopt: error: permission denied: {exc.filename}", file=sys.stderr)
-        return 2
     except OSError as exc:
         import os
 
+        for typ, msg in _OS_ERRORS:
+            if isinstance(exc, typ):
+                print(f"milopt: error: {msg.format(exc.filename)}", file=sys.stderr)
+                return 2
         if os.environ.get("MILOPT_DEBUG"):
             raise
         where = f": {exc.filename}" if exc.filename else ""
