@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bench_configs import sleep_config
 from milopt.bench.assess import assess, primal_integral
 from milopt.bench.library import (SUITES, export_library, get_instance, load_catalogue, mps_sha256, solu_path,
                                   suite)
@@ -307,18 +308,7 @@ def test_suite_bench_verifies_and_states_the_gap(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------- interrupts
-SLEEPY_LONG = """
-name = "long"
-time_limit = 5
-folds = 2
-jobs = 2
-data = ["gen:digits?bags=6&max_size=3&seed=0"]
-imports = ["{helpers}"]
-
-[[fit]]
-method = "test-sleep"
-params = {{ seconds = 60.0 }}
-"""
+SLEEPY_LONG = sleep_config("long", 60.0, jobs=2)
 
 
 @pytest.mark.slow
@@ -330,7 +320,7 @@ def test_ctrl_c_stops_the_bench_at_once_without_traceback(tmp_path):
     from test_bench import _alive, _descendants as desc_of
 
     cfg = tmp_path / "long.toml"
-    cfg.write_text(SLEEPY_LONG.format(helpers=str(Path(__file__).with_name("bench_helpers.py"))))
+    cfg.write_text(SLEEPY_LONG)
     code = "import sys; from milopt.cli import main; sys.exit(main(sys.argv[1:]))"
     proc = subprocess.Popen([sys.executable, "-c", code, "bench", str(cfg), "--out", str(tmp_path / "out"), "--quiet"],
                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
