@@ -1,5 +1,5 @@
 """Build + ``.mps`` export time of milopt formulations versus writing the same problem from
-scipy.sparse matrices through highspy directly (issue 3, "fast model building").
+scipy.sparse matrices through highspy directly (docs/build_export.md).
 
 For each formulation (default: misvm-bigm and batchsvm-lp when its module exists) on MUSK2
 (6,598 instances x 166 features, features standardised):

@@ -1,9 +1,9 @@
-"""MI-SVM formulation variants and the Ipopt bridge on MUSK1 (issue 3 closing-note figures).
+"""MI-SVM formulation variants and the Ipopt bridge on MUSK1 (the figures of docs/misvm_bigm_variants.md).
 
 Data: MUSK1 (92 bags, 476 instances, 166 features), features standardised on the whole set,
 C = 1, class weights ``kent-yu`` (the misvm-bigm default).  Every solve runs in its own
-process with a hard kill at (time limit + 120 s) (SOLVER_NOTES: treat a solver call as able
-to hang), one thread.
+process with a hard kill at (time limit + 120 s) (a solver call can
+hang), one thread.
 
 Rows printed:
 

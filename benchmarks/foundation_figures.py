@@ -1,4 +1,4 @@
-"""Figures of the foundation issue: misvm-bigm model sizes, SCIP on MUSK1 with the valid and
+"""Foundation figures: misvm-bigm model sizes, SCIP on MUSK1 with the valid and
 mildsvm big-M, 10-fold CV of misvm-miqp on MUSK1.
 
 Usage: python benchmarks/foundation_figures.py [--time-limit 60] [--cv-time-limit 30] [--skip-cv]

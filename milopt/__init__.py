@@ -1,6 +1,18 @@
 """milopt: optimization models and algorithms for support-vector multiple-instance learning."""
 __version__ = "0.1.0"
 
+from milopt import _startup  # noqa: E402
+
+_startup.install()
+
 from milopt.data import Bags, load  # noqa: E402
 
-__all__ = ["Bags", "load", "__version__"]
+
+def estimator(name: str, **params):
+    """The estimator of ``milopt fit NAME --set key=value`` (see :func:`milopt.estimators.api.estimator`)."""
+    from milopt.estimators.api import estimator as _estimator
+
+    return _estimator(name, **params)
+
+
+__all__ = ["Bags", "load", "estimator", "__version__"]

@@ -6,9 +6,9 @@ Stable contract (users script against it):
 * ``milopt info DATA [--json]`` -> bags, positive_bags, instances, features
 * ``milopt list [--json]`` -> methods, formulations, solvers, generators
 * ``milopt fit METHOD --data DATA [--set k=v ...] [--cv K] [--seed S] [--json]``
-* ``milopt solve FORMULATION --data DATA --solver S [--time-limit T] [--gap G] [--warm-start] [--set ...] [--json]``
+* ``milopt solve FORMULATION --data DATA --solver S [--time-limit T] [--gap G] [--warm-start | --no-warm-start] [--set ...] [--json]``
 * ``milopt export FORMULATION --data DATA -o FILE.mps|FILE.lp[.gz] [--set ...] [--json]``
-* ``milopt study kent-yu [--out DIR] [--replicates N] [--quick] [--json]``
+* ``milopt study kent-yu [--out DIR] [--replicates N] [--quick] [--full] [--json]``
 * ``milopt bench`` / ``milopt report`` / ``milopt export-library`` (benchmark harness)
 
 DATA is a shipped name (``musk1``, ``musk2``), a path to a headerless MIL CSV, or a generator
@@ -19,34 +19,26 @@ folds only).  Errors exit with status 2 and one line naming the problem.
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib
 import json
 import math
+import statistics
 import sys
 
 PLUGINS = ["milopt.bench.cli"]
 
 
 def _json_default(o):
-    import numpy as np
+    from milopt.jsonutil import default
 
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return None if not np.isfinite(o) else float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
+    return default(o)
 
 
 def _clean(o):
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if isinstance(o, dict):
-        return {k: _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    return o
+    from milopt.jsonutil import clean
+
+    return clean(o)
 
 
 def emit(obj, as_json: bool, text: str | None = None) -> None:
@@ -81,8 +73,18 @@ def cmd_info(args) -> int:
     from milopt.data import load
     from milopt.runner import data_info, parse_sets
 
+    from milopt.runner import _header
+
+    from milopt.runner import DATA_PARAMS
+
     sets = parse_sets(args.set)
-    bags = load(args.data, coords=int(sets.get("coords", 0) or 0))
+    unknown = [k for k in sets if k not in ("coords", "header")]
+    if unknown:
+        from milopt.errors import InvalidParameterError
+
+        raise InvalidParameterError(f"info: unknown key(s) {unknown}; accepted keys: coords, header")
+    data_kw = DATA_PARAMS.validate(dict(sets), "data")
+    bags = load(args.data, coords=data_kw.get("coords", 0) or 0, header=_header(data_kw.get("header")))
     info = data_info(bags)
     emit(info, args.json, "\n".join(f"{k}: {v}" for k, v in info.items()))
     return 0
@@ -91,14 +93,14 @@ def cmd_info(args) -> int:
 def cmd_list(args) -> int:
     from milopt.data import generators
     from milopt.estimators.registry import methods
-    from milopt.models import available
+    from milopt.models import formulations
     from milopt.solvers import backends
 
     out = {
-        "methods": {n: {"doc": s.doc, "keys": s.keys(), "needs": list(s.needs)} for n, s in sorted(methods().items())},
-        "formulations": {n: {"doc": (m.__doc__ or "").strip().split("\n")[0],
-                             "keys": {k: v[2] for k, v in getattr(m, "PARAMS", {}).items()}}
-                         for n, m in sorted(available().items())},
+        "methods": {n: {"doc": s.doc, "keys": s.keys(), "needs": list(s.needs), "params": s.params.summary()}
+                    for n, s in sorted(methods().items())},
+        "formulations": {n: {"doc": f.doc, "keys": f.params.help(), "params": f.params.summary()}
+                         for n, f in sorted(formulations().items())},
         "solvers": {n: {"installed": b.available(), "classes": sorted(b.classes), "description": b.description}
                     for n, b in sorted(backends().items())},
         "generators": {n: g.doc for n, g in sorted(generators().items())},
@@ -112,10 +114,108 @@ def cmd_list(args) -> int:
     return 0
 
 
+def _used_params(method: str, params: dict, seed: int) -> dict:
+    """Every parameter value the method's estimator runs with (defaults included)."""
+    from milopt.estimators.registry import get_method
+
+    est = get_method(method).make(params, seed)
+    out = {}
+    for k, v in est.get_params(deep=False).items():
+        if v is None or isinstance(v, (bool, int, float, str)):
+            out[k] = v
+        elif isinstance(v, (list, tuple)) and all(isinstance(x, (bool, int, float, str)) for x in v):
+            out[k] = list(v)
+        else:
+            out[k] = str(v)
+    return out
+
+
+def _fmt_gap(row) -> str:
+    term = row.get("termination")
+    gap = row.get("gap")
+    if term == "optimal":
+        return "proven optimal" if gap is None or gap <= 1e-4 else f"optimal (gap {gap:.2%})"
+    if gap is None or (isinstance(gap, float) and not math.isfinite(gap)):
+        return "no bound"
+    return f"gap {gap:.1%}"
+
+
+def _time_limit_option(args, params: dict) -> dict:
+    """``--time-limit T`` and ``--set time_limit=T`` are the same setting; refuse two different values."""
+    params = dict(params)
+    cli = getattr(args, "time_limit", None)
+    if cli is not None and not cli > 0:
+        from milopt.errors import InvalidParameterError
+
+        raise InvalidParameterError(f"--time-limit {cli:g}: expected seconds > 0")
+    if cli is not None and "time_limit" in params and _seconds(params["time_limit"]) != cli:
+        from milopt.errors import InvalidParameterError
+
+        raise InvalidParameterError(f"--time-limit {cli:g} and --set time_limit={params['time_limit']} disagree; "
+                                    "give one of them")
+    if cli is not None:
+        params["time_limit"] = cli
+    return params
+
+
+def _seconds(value, what="--set time_limit"):
+    """A time limit given as text or number, as float seconds > 0 (or InvalidParameterError)."""
+    from milopt.errors import InvalidParameterError
+
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{what}={value}: expected seconds > 0") from None
+    if isinstance(value, bool) or not (v > 0 and math.isfinite(v)):
+        raise InvalidParameterError(f"{what}={value}: expected seconds > 0")
+    return v
+
+
+def _solver_progress(report) -> None:
+    """Let solvers that can report their gap while they run (SCIP) print through ``report``."""
+    try:
+        from milopt.solvers import scip_native
+    except ImportError:  # pragma: no cover - pyscipopt missing: nothing reports
+        return
+    scip_native.PROGRESS = report
+
+
+def _check_cv(cv) -> None:
+    from milopt.errors import InvalidParameterError
+
+    if cv is not None and cv < 2:
+        raise InvalidParameterError(f"--cv {cv}: K-fold cross-validation needs K >= 2 folds (omit --cv to fit on "
+                                    "all bags and see training metrics)")
+
+
 def cmd_fit(args) -> int:
     from milopt.runner import parse_sets, run_fit
 
-    res = run_fit(args.method, args.data, params=parse_sets(args.set), cv=args.cv, seed=args.seed)
+    _check_cv(args.cv)
+    params = _time_limit_option(args, parse_sets(args.set))
+    progress = None
+    if not args.quiet and (args.progress or sys.stderr.isatty()):
+        def progress(fold, k):
+            print(f"milopt: fold {fold + 1}/{k}", file=sys.stderr, flush=True)
+
+        _solver_progress(lambda line: print(f"milopt:   {line}", file=sys.stderr, flush=True))
+    res = run_fit(args.method, args.data, params=params, cv=args.cv, seed=args.seed,
+                  **({"progress": progress} if progress is not None else {}))
+    data_keys = {"coords", "scale", "header"}
+    used = _used_params(args.method, {k: v for k, v in params.items() if k not in data_keys}, args.seed)
+    res["params"] = {**used, **{k: v for k, v in params.items() if k in data_keys}}
+    exact = False
+    if args.cv:
+        num = [k for k, v in res["mean"].items() if v is not None]
+        std = {}
+        for k in num:
+            vals = [r[k] for r in res["folds"] if isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool)
+                    and r.get(k) is not None and math.isfinite(r[k])]
+            std[k] = float(statistics.pstdev(vals)) if len(vals) >= 2 else None
+        res["std"] = std
+        exact = any("termination" in r for r in res["folds"])
+        if exact:
+            res["terminations"] = dict(collections.Counter(str(r.get("termination")) for r in res["folds"]))
     if args.json:
         emit(res, True)
         return 0
@@ -123,15 +223,35 @@ def cmd_fit(args) -> int:
     lines = [f"{args.method} on {d['name']} ({d['bags']} bags, {d['instances']} instances, {d['features']} features)"]
     if args.cv:
         keys = ["bag_accuracy", "bag_auc", "bag_f1", "bag_balanced_accuracy", "fit_seconds"]
-        extra = [k for k in ("instance_auc", "instance_f1") if k in res["mean"]]
-        keys += extra
-        lines.append("fold  " + "  ".join(f"{k:>22s}" for k in keys))
+        keys += [k for k in ("instance_auc", "instance_f1") if k in res["mean"]]
+        w = 16
+        ws = {k: max(w, len(k)) for k in keys}
+        head = "fold  " + "  ".join(f"{k:>{ws[k]}s}" for k in keys)
+        if exact:
+            head += "  termination / gap"
+        lines.append(head)
         for r in res["folds"]:
-            lines.append(f"{r['fold']:>4d}  " + "  ".join(f"{_fmt(r.get(k)):>22s}" for k in keys))
-        lines.append("mean  " + "  ".join(f"{_fmt(res['mean'].get(k)):>22s}" for k in keys))
+            line = f"{r['fold']:>4d}  " + "  ".join(f"{_fmt(r.get(k)):>{ws[k]}s}" for k in keys)
+            if exact:
+                line += f"  {r.get('termination', '-')} / {_fmt_gap(r)}"
+            lines.append(line)
+
+        def pm(k):
+            m, sd = res["mean"].get(k), res["std"].get(k)
+            return "-" if m is None else (f"{m:.3f}" if sd is None else f"{m:.3f} ± {sd:.3f}")
+
+        lines.append("mean  " + "  ".join(f"{pm(k):>{ws[k]}s}" for k in keys))
+        if exact:
+            t = res["terminations"]
+            lines.append("solver terminations: " + ", ".join(f"{v} × {k}" for k, v in t.items()))
+            if set(t) - {"optimal"}:
+                lines.append("note: folds that stopped at a limit are not proven optimal; their models are the best "
+                             "found in time")
     else:
         lines.append("training metrics:")
         lines += [f"  {k}: {_fmt(v)}" for k, v in res["train"].items()]
+        if "termination" in res["train"]:
+            lines.append(f"  solver: {res['train']['termination']} / {_fmt_gap(res['train'])}")
     emit(res, False, "\n".join(lines))
     return 0
 
@@ -139,15 +259,38 @@ def cmd_fit(args) -> int:
 def cmd_solve(args) -> int:
     from milopt.runner import parse_sets, run_solve
 
+    params = parse_sets(args.set)
+    if "time_limit" in params:  # --set time_limit=T is accepted as on `milopt fit`
+        from milopt.errors import InvalidParameterError
+
+        raw = params.pop("time_limit")
+        tl = _seconds(raw)
+        if args.time_limit is not None and tl != args.time_limit:
+            raise InvalidParameterError(f"--time-limit {args.time_limit:g} and --set time_limit={tl} disagree; "
+                                        "give one of them")
+        args.time_limit = tl
+    if args.time_limit is not None and not args.time_limit > 0:
+        from milopt.errors import InvalidParameterError
+
+        raise InvalidParameterError(f"--time-limit {args.time_limit:g}: expected seconds > 0")
     res = run_solve(args.formulation, args.data, args.solver, time_limit=args.time_limit, gap=args.gap,
-                    params=parse_sets(args.set), threads=args.threads, verbose=args.verbose,
+                    params=params, threads=args.threads, verbose=args.verbose,
                     warm_start=args.warm_start)
     keys = ["solver", "solver_version", "problem_class", "termination", "status", "objective", "bound", "gap",
             "wall_time", "iterations", "nodes", "build_seconds"]
-    lines = [f"{args.formulation} on {res['data']['name']}: " +
-             ", ".join(f"{k}={v}" for k, v in res["model_size"].items())]
+    if res.get("data") and res.get("model_size"):
+        lines = [f"{args.formulation} on {res['data']['name']}: " +
+                 ", ".join(f"{k}={v}" for k, v in res["model_size"].items())]
+    else:  # the time limit passed before the model was built
+        lines = [f"{args.formulation} on {args.data}: {(res.get('extra') or {}).get('message', 'not built')}"]
     lines += [f"  {k}: {_fmt(res.get(k))}" for k in keys]
     emit(res, args.json, "\n".join(lines))
+    if res.get("termination") in ("error", "unknown"):
+        extra = res.get("extra") or {}
+        why = extra.get("error") or extra.get("ipopt_message") or extra.get("scip_status") or "no detail"
+        print(f"milopt: error: {res.get('solver')} ended with termination {res['termination']} ({why})",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -182,6 +325,8 @@ def cmd_study(args) -> int:
         kw["replicates"] = args.replicates
     if args.quick:
         kw["quick"] = True
+    if getattr(args, "full", False):
+        kw["full"] = True
     res = study.kent_yu_study(**kw)
     emit(res, args.json, None if args.json else json.dumps(_clean(res), default=_json_default, indent=2))
     return 0
@@ -194,6 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
     from milopt import __version__
 
     p.add_argument("--version", action="version", version=f"milopt {__version__}")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE",
+                   help="a .py file or module that registers formulations, methods, backends (repeatable)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -224,18 +371,27 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.add_argument("--cv", type=int, default=None, metavar="K", help="stratified K-fold CV over bags")
     sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--time-limit", type=float, default=None, dest="time_limit", metavar="T",
+                    help="seconds per fit for methods with a time limit (same as --set time_limit=T)")
+    sp.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    sp.add_argument("--progress", action="store_true", help="progress lines on stderr even when it is not a terminal")
     sp.set_defaults(func=cmd_fit)
 
     sp = sub.add_parser("solve", help="build a formulation and solve it")
     sp.add_argument("formulation", metavar="FORMULATION")
     common(sp)
     sp.add_argument("--solver", required=True)
-    sp.add_argument("--time-limit", type=float, default=None, dest="time_limit")
+    sp.add_argument("--time-limit", type=float, default=None, dest="time_limit", metavar="T",
+                    help="seconds for the whole command: loading, building, hand-off and solve "
+                         "(same as --set time_limit=T)")
     sp.add_argument("--gap", type=float, default=None)
     sp.add_argument("--threads", type=int, default=None)
     sp.add_argument("--verbose", action="store_true")
-    sp.add_argument("--warm-start", action="store_true", dest="warm_start",
-                    help="start from the formulation's cheap feasible point (e.g. a linear SVM for misvm-bigm)")
+    sp.add_argument("--warm-start", action="store_const", const=True, default=None, dest="warm_start",
+                    help="start from the formulation's cheap feasible point (e.g. a linear SVM for misvm-bigm, "
+                         "which does so by default)")
+    sp.add_argument("--no-warm-start", action="store_const", const=False, dest="warm_start",
+                    help="cold start (same as --set warm_start=false where the formulation has that key)")
     sp.set_defaults(func=cmd_solve)
 
     sp = sub.add_parser("export", help="write a formulation to .mps / .lp (optionally .gz)")
@@ -249,6 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", default="kent-yu-study")
     sp.add_argument("--replicates", type=int, default=None)
     sp.add_argument("--quick", action="store_true")
+    sp.add_argument("--full", action="store_true", help="the paper's protocol: 12 size settings x 100 replicates")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_study)
 
@@ -263,9 +420,34 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _set_items(args) -> list[tuple[str, str]]:
+    out = []
+    for it in getattr(args, "set", None) or []:
+        if "=" in it:
+            k, v = it.split("=", 1)
+            out.append((k.strip(), v.strip()))
+    return out
+
+
+def _blame_key(args, msg: str) -> str | None:
+    """The ``--set`` item a bare Python error message is about (its value appears in the message)."""
+    for k, v in _set_items(args):
+        if v and (repr(v) in msg or f"'{v}'" in msg or f'"{v}"' in msg):
+            return f"{k}={v}"
+    keys = [f"{k}={v}" for k, v in _set_items(args) if k and k in msg]
+    return keys[0] if len(keys) == 1 else None
+
+
 def main(argv=None) -> int:
     from milopt.errors import MiloptError
 
+    try:
+        from milopt.plugins import argv_plugins, load_all
+
+        load_all(argv_plugins(sys.argv[1:] if argv is None else argv))
+    except MiloptError as exc:
+        print(f"milopt: error: {exc}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -273,13 +455,42 @@ def main(argv=None) -> int:
     except MiloptError as exc:
         print(f"milopt: error: {exc}", file=sys.stderr)
         return 2
-    except FileNotFoundError as exc:
-        print(f"milopt: error: file not found: {exc.filename}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("milopt: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, TypeError) as exc:
+    except BrokenPipeError:  # output piped into a command that stopped reading (e.g. `| head`)
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 0
+    except FileNotFoundError as exc:
+        print(f"milopt: error: file not found: {exc.filename}", file=sys.stderr)
+        return 2
+    except IsADirectoryError as exc:
+        print(f"milopt: error: {exc.filename} is a directory; give a file path", file=sys.stderr)
+        return 2
+    except NotADirectoryError as exc:
+        print(f"milopt: error: cannot write {exc.filename}: a part of the path is a regular file, not a directory",
+              file=sys.stderr)
+        return 2
+    except FileExistsError as exc:
+        print(f"milopt: error: cannot create {exc.filename}: a file of that name is in the way", file=sys.stderr)
+        return 2
+    except PermissionError as exc:
+        print(f"milopt: error: permission denied: {exc.filename}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        import os
+
+        if os.environ.get("MILOPT_DEBUG"):
+            raise
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"milopt: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError, OverflowError) as exc:
         # a value milopt did not validate itself (e.g. rejected inside scikit-learn): still one
         # line, not a traceback; MILOPT_DEBUG=1 re-raises for a full trace
         import os
@@ -287,8 +498,13 @@ def main(argv=None) -> int:
         if os.environ.get("MILOPT_DEBUG"):
             raise
         msg = " ".join(str(exc).split())
-        print(f"milopt: error: {type(exc).__name__}: {msg} (check the --set values; MILOPT_DEBUG=1 shows the "
-              "traceback)", file=sys.stderr)
+        key = _blame_key(args, msg)
+        if key:
+            print(f"milopt: error: --set {key}: value rejected ({type(exc).__name__}: {msg}); check the key's "
+                  "type with `milopt list`", file=sys.stderr)
+        else:
+            print(f"milopt: error: {type(exc).__name__}: {msg} (check the --set values; MILOPT_DEBUG=1 shows the "
+                  "traceback)", file=sys.stderr)
         return 2
 
 

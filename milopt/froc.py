@@ -9,6 +9,13 @@ ROC* (FROC) curve plots, over all thresholds,
 * against **false marks per image**: the number of marked negative candidates divided by
   the number of images.
 
+``unit="image"`` is the curve of Vural et al. (JMLR 2009), Section 5.2: "the y-axis is a
+measure of sensitivity and the x-axis is the number of false-marks per patient (in our case,
+per image is also per patient).  Sensitivity is the number of patients diagnosed as having the
+disease divided by the number of patients that has the disease" -- a patient counts as
+diagnosed when one of its true candidates is marked.  ``unit="lesion"`` is the usual CAD
+per-lesion FROC, finer when an image holds several lesions.
+
 Both coordinates are non-increasing in t, so the curve is monotone.  It is computed
 vectorised: a lesion is detected at threshold t iff the maximum score of its candidates is
 >= t; the false marks at t are counted by a binary search in the sorted negative scores.
@@ -135,9 +142,10 @@ def instance_auc(bags: Bags, scores) -> float:
     return float(roc_auc_score(bags.instance_y, np.asarray(scores, dtype=float).ravel()))
 
 
-def plot_froc(curves: dict, path=None, title="FROC", max_false_marks: float = 10.0, ax=None):
+def plot_froc(curves: dict, path=None, title="FROC", max_false_marks: float = 10.0, ax=None, unit: str = "lesion"):
     """Plot FROC curves (``{label: froc_curve DataFrame}``); saves to ``path`` when given (Agg backend).
 
+    ``unit`` only labels the y axis ('lesion' or 'image', as the curves were computed).
     Returns the matplotlib Figure.
     """
     import matplotlib
@@ -154,7 +162,7 @@ def plot_froc(curves: dict, path=None, title="FROC", max_false_marks: float = 10
     ax.set_xlim(0, max_false_marks)
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("false marks per image")
-    ax.set_ylabel("sensitivity (per lesion)")
+    ax.set_ylabel(f"sensitivity (per {'patient (image)' if unit == 'image' else 'lesion'})")
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)

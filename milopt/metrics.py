@@ -8,7 +8,6 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score, roc_auc_score
 from sklearn.model_selection import StratifiedKFold
-from sklearn.preprocessing import StandardScaler
 
 from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError
@@ -51,7 +50,10 @@ def instance_metrics(instance_y, y_pred, scores=None) -> dict:
 def evaluate(estimator, bags: Bags) -> dict:
     """Bag metrics of a fitted estimator on ``bags`` (plus instance metrics when labels exist)."""
     scores = estimator.decision_function(bags)
-    pred = estimator.predict(bags)
+    pred = np.asarray(estimator.predict(bags))
+    classes = getattr(estimator, "classes_", None)
+    if classes is not None and len(classes) and not np.array_equal(np.asarray(classes), np.arange(len(classes))):
+        pred = np.searchsorted(np.asarray(classes), pred)  # the user's labels (e.g. -1/+1) -> 0..K-1 of bags.y
     out = bag_metrics(bags.y, pred, scores)
     if bags.instance_y is not None and hasattr(estimator, "predict_instances"):
         try:
@@ -77,12 +79,11 @@ def bag_folds(bags: Bags, k: int = 10, seed: int = 0, shuffle: bool = True) -> I
 
 
 def standardize(train: Bags, *others: Bags):
-    """Fit a StandardScaler on the training instances only and apply it to every set.
+    """Standardise with the training instances' statistics only and apply them to every set
+    (:func:`milopt.numerics.standardize`; constant features get scale 1)."""
+    from milopt.numerics import standardize as _standardize
 
-    Constant features get scale 1 (scikit-learn's convention)."""
-    sc = StandardScaler().fit(train.X)
-    res = [train.with_X(sc.transform(train.X))] + [b.with_X(sc.transform(b.X)) for b in others]
-    return res if others else res[0]
+    return _standardize(train, *others)
 
 
 def cross_validate(estimator, bags: Bags, k: int = 10, seed: int = 0, scale: bool = True) -> dict:

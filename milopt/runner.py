@@ -6,7 +6,6 @@ or ``gen:NAME?k=v``) and return plain dictionaries ready for JSON.
 """
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -14,32 +13,36 @@ import numpy as np
 from milopt.data.bags import Bags
 from milopt.data.loading import load
 from milopt.errors import InvalidDataError, InvalidParameterError
+from milopt.jsonutil import finite
+from milopt.numerics import standardize
+from milopt.params import Bool, Int, ParamSet, Str, coerce  # noqa: F401  (coerce: its former home)
 
 #: keys of ``--set`` that describe the data rather than the method or formulation
-DATA_KEYS = ("coords", "scale")
+DATA_PARAMS = ParamSet(
+    coords=Int(0, "number of leading feature columns of a CSV that are instance coordinates", ge=0),
+    scale=Bool(True, "standardise features (with training statistics only)"),
+    header=Str("auto", "CSV files: the first row holds column names (true, false or auto: detected)"),
+)
+DATA_KEYS = tuple(DATA_PARAMS)
 
 
-def coerce(value):
-    """Type a ``--set`` value: bool, None, int, float, comma lists, else str."""
-    if not isinstance(value, str):
+def _header(value):
+    """``--set header=true|false|auto`` (CSV files: the first row holds column names)."""
+    if value is None or isinstance(value, bool):
         return value
-    low = value.strip().lower()
-    if low in ("true", "yes", "on"):
-        return True
-    if low in ("false", "no", "off"):
-        return False
-    if low in ("none", "null"):
+    low = str(value).strip().lower()
+    if low == "auto":
         return None
-    for typ in (int, float):
-        try:
-            return typ(value)
-        except ValueError:
-            pass
-    return value
+    if low in ("true", "yes", "on", "1"):
+        return True
+    if low in ("false", "no", "off", "0"):
+        return False
+    raise InvalidParameterError(f"header: expected true, false or auto, got {value!r}")
 
 
 def parse_sets(items) -> dict:
-    """``["C=1", "kernel=rbf"]`` -> {"C": 1, "kernel": "rbf"} with clear errors."""
+    """``["C=1", "kernel=rbf"]`` -> {"C": "1", "kernel": "rbf"}: the values stay strings until
+    the method's or formulation's declaration types them (:mod:`milopt.params`)."""
     out = {}
     for it in items or []:
         if "=" not in it:
@@ -48,7 +51,7 @@ def parse_sets(items) -> dict:
         k = k.strip()
         if not k:
             raise InvalidParameterError(f"--set {it!r}: empty key")
-        out[k] = coerce(v.strip())
+        out[k] = v.strip()
     return out
 
 
@@ -61,14 +64,8 @@ def data_info(bags: Bags) -> dict:
 
 def _split_params(params: dict | None):
     params = dict(params or {})
-    data_kw = {k: params.pop(k) for k in DATA_KEYS if k in params}
-    coords = data_kw.get("coords", 0) or 0
-    if not isinstance(coords, int) or coords < 0:
-        raise InvalidParameterError(f"coords: expected the number of leading coordinate columns (int >= 0), got {coords!r}")
-    scale = data_kw.get("scale", True)
-    if not isinstance(scale, bool):
-        raise InvalidParameterError(f"scale: expected true or false, got {scale!r}")
-    return params, coords, scale
+    data_kw = DATA_PARAMS.validate({k: params.pop(k) for k in DATA_KEYS if k in params}, "data")
+    return params, data_kw.get("coords", 0), data_kw.get("scale", True)
 
 
 def check_needs(name: str, needs, bags: Bags) -> None:
@@ -83,12 +80,8 @@ def check_needs(name: str, needs, bags: Bags) -> None:
             "or build Bags with samples=")
 
 
-def _finite(d: dict) -> dict:
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
-
-
 def _fit_eval(spec, params, seed, Btr: Bags, Bte: Bags | None, scale: bool) -> dict:
-    from milopt.metrics import evaluate, standardize
+    from milopt.metrics import evaluate
 
     if scale and spec.scale:
         if Bte is not None:
@@ -107,15 +100,15 @@ def _fit_eval(spec, params, seed, Btr: Bags, Bte: Bags | None, scale: bool) -> d
     for k, v in info.items():
         if isinstance(v, (bool, int, float, str)) and k not in row:
             row[k] = v
-    row = _finite(row)
+    row = finite(row)
     hist = getattr(est, "history_", None)  # per-iteration records of native algorithms (--json)
     if hist:
-        row["history"] = [_finite(dict(h)) for h in hist]
+        row["history"] = [finite(dict(h)) for h in hist]
     return row
 
 
 def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | None = None, seed: int = 0,
-            fold: int | None = None, bags: Bags | None = None) -> dict:
+            fold: int | None = None, bags: Bags | None = None, progress=None) -> dict:
     """Fit ``method`` on ``data``.
 
     Without ``cv``: fit on all bags and report training metrics.  With ``cv``: stratified
@@ -126,12 +119,13 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     from milopt.metrics import bag_folds
 
     spec = get_method(method)
+    header = _header((params or {}).get("header"))
     params, coords, scale = _split_params(params)
-    spec.make(params, seed)  # validate keys before loading data
+    params = spec.validate(params)  # typed; bad keys and values refused before loading data
     if bags is None:
-        bags = load(data, coords=coords)
+        bags = load(data, coords=coords, header=header)
     check_needs(method, spec.needs, bags)
-    out = {"method": method, "data": data_info(bags), "params": params, "seed": seed}
+    out = {"method": method, "data": data_info(bags), "params": spec.resolve(params, seed), "seed": seed}
     if not cv:
         out["train"] = _fit_eval(spec, params, seed, bags, None, scale)
         if "history" in out["train"]:
@@ -145,6 +139,8 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     for f, (tr, te) in enumerate(folds):
         if fold is not None and f != fold:
             continue
+        if progress is not None:
+            progress(f, len(folds))
         row = _fit_eval(spec, params, seed, bags.subset(tr), bags.subset(te), scale)
         rows.append({"fold": f, "train_bags": int(tr.size), "test_bags": int(te.size), **row})
     keys = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -153,57 +149,53 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     for k in keys:
         vals = [r[k] for r in rows if isinstance(r.get(k), (int, float)) and r.get(k) is not None]
         mean[k] = float(np.nanmean(vals)) if vals else None
-    out.update({"cv": int(cv), "folds": rows, "mean": _finite(mean)})
+    out.update({"cv": int(cv), "folds": rows, "mean": finite(mean)})
     return out
 
 
 def build_formulation(formulation: str, data: str, params: dict | None = None, bags: Bags | None = None):
-    """Load data and build a formulation; returns (model, bags, params, build_seconds)."""
-    from milopt.metrics import standardize
-    from milopt.models import get
+    """Load data and build a formulation; returns (model, bags, params, build_seconds).
 
-    mod = get(formulation)
+    ``params`` are validated against the formulation's declaration (strings from ``--set``
+    are typed) before the data are loaded; the returned params are the typed ones given."""
+    from milopt.models import formulation as get_formulation
+
+    form = get_formulation(formulation)
+    header = _header((params or {}).get("header"))
     params, coords, scale = _split_params(params)
-    spec = getattr(mod, "PARAMS", {})
-    unknown = [k for k in params if k not in spec]
-    if unknown:
-        raise InvalidParameterError(f"{formulation}: unknown key(s) {unknown}; accepted keys: "
-                                    f"{', '.join(list(spec) + list(DATA_KEYS))}")
-    typed = {}
-    for k, v in params.items():
-        typ = spec[k][0]
-        if typ is str:
-            typed[k] = v if isinstance(v, str) or v is None else str(v)
-        elif typ is float and isinstance(v, (int, float)) and not isinstance(v, bool):
-            typed[k] = float(v)
-        else:
-            typed[k] = v
+    try:
+        typed = form.validate(params)
+    except InvalidParameterError as exc:
+        if "unknown key" in str(exc):
+            raise InvalidParameterError(f"{exc}, {', '.join(DATA_KEYS)}") from None
+        raise
     if bags is None:
-        bags = load(data, coords=coords)
+        bags = load(data, coords=coords, header=header)
     if scale:
         bags = standardize(bags)
     t0 = time.perf_counter()
-    model = mod.build(bags, **typed)
+    model = form.make_model(bags, **typed)
     return model, bags, typed, time.perf_counter() - t0
 
 
 def expected_class(mod, params: dict | None):
-    """(problem class, features) a formulation will have, known before building.
+    """(problem class, features) a formulation will have, known before building (None when unknown).
 
-    A model module may define ``problem_class(**params) -> str or (str, features)``; otherwise
-    its constant ``PROBLEM_CLASS`` is used.  Returns None when unknown."""
-    params = {k: coerce(v) for k, v in (params or {}).items() if k not in DATA_KEYS}
-    fn = getattr(mod, "problem_class", None)
-    if callable(fn):
-        try:
-            cls = fn(**params)
-        except TypeError:
-            cls = None
+    ``mod`` is a :class:`~milopt.models.Formulation`, a formulation name or a module."""
+    from milopt.models import Formulation, formulation
+
+    if isinstance(mod, str):
+        form = formulation(mod)
+    elif isinstance(mod, Formulation):
+        form = mod
     else:
-        cls = getattr(mod, "PROBLEM_CLASS", None)
-    if cls is None:
+        form = Formulation.from_module(getattr(mod, "__name__", "formulation"), mod)
+    params = {k: v for k, v in (params or {}).items() if k not in DATA_KEYS}
+    try:
+        params = form.validate(params)
+    except InvalidParameterError:
         return None
-    return (cls, ()) if isinstance(cls, str) else (cls[0], tuple(cls[1]))
+    return form.problem_class(**params)
 
 
 def objective_sense(model) -> str:
@@ -217,38 +209,77 @@ def objective_sense(model) -> str:
 
 def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | None = None, gap: float | None = None,
               params: dict | None = None, seed: int = 0, threads: int | None = None, verbose: bool = False,
-              options: dict | None = None, warm_start: bool = False, bags: Bags | None = None) -> dict:
+              options: dict | None = None, warm_start: bool | None = None, bags: Bags | None = None) -> dict:
     """Build ``formulation`` on ``data`` and solve it with ``solver``; returns a JSON-ready dict.
 
     ``options`` are native solver options passed through unchanged; the output records the
     objective ``sense`` ('minimize' / 'maximize').  ``warm_start`` calls the formulation's
-    ``default_start(model)`` (a cheap feasible point) and hands it to the solver."""
+    ``default_start(model)`` (a cheap feasible point) and hands it to the solver.  A formulation
+    with a ``warm_start`` parameter computes its start while building (so that its objective can
+    tighten the model): there ``warm_start=None`` means that parameter's default
+    (``--set warm_start=...`` and the flag must agree)."""
+    from milopt.models import formulation as get_formulation
+    from milopt.params import parse_bool
     from milopt.solvers import get_backend, model_size, solve
     from milopt.solvers.driver import check_supported, classify
 
-    from milopt.models import get
-
+    form = get_formulation(formulation)
+    import milopt.metrics  # noqa: F401  (imports are process start-up, not part of the budget)
+    import milopt.solvers.export  # noqa: F401
+    t_start = time.perf_counter()  # the time limit covers loading, building, hand-off and solve
     if solver != "auto":
         backend = get_backend(solver)  # unknown / not installed: refuse before loading data or building
-        cls = expected_class(get(formulation), params)
+        cls = expected_class(form, params)
         if cls:
-            check_supported(backend, *cls)
-    model, bags, typed, build_s = build_formulation(formulation, data, params, bags)
+            check_supported(backend, *cls, formulation=form.name)
+    if "warm_start" in form.params:  # the start is built with the model
+        params = dict(params or {})
+        given = parse_bool("warm_start", params.get("warm_start", warm_start if warm_start is not None else
+                                                    form.params["warm_start"].default))
+        if warm_start is not None and given != warm_start:
+            raise InvalidParameterError("warm_start: --set warm_start and --warm-start/--no-warm-start disagree")
+        params["warm_start"] = given
+        warm_start = None
+    from milopt.solvers.budget import TimeLimitReached, alarm_at, expired_result
+
+    try:  # loading and building are stopped at the time limit too (the solver never starts)
+        with alarm_at(None if time_limit is None else t_start + time_limit):
+            model, bags, typed, build_s = build_formulation(formulation, data, params, bags)
+            size = model_size(model)
+    except TimeLimitReached:
+        out = expired_result(time_limit, t_start, solver).to_dict(log=False)
+        out.update({"formulation": formulation, "params": dict(params or {}), "model_size": None, "data": None,
+                    "build_seconds": time.perf_counter() - t_start, "warm_start_seconds": 0.0, "sense": ""})
+        return out
     if solver != "auto":
         cls, feats = classify(model)
-        check_supported(get_backend(solver), cls, feats)
-    size = model_size(model)
+        check_supported(get_backend(solver), cls, feats, form.name)
     start_s = 0.0
-    if warm_start:
-        start = getattr(get(formulation), "default_start", None)
+    if warm_start is None:
+        warm_start = bool(getattr(model, "_milopt_start", False))
+    elif warm_start:
+        start = form.default_start
         if start is None:
             raise InvalidParameterError(f"{formulation} has no default warm start; solve without --warm-start")
         t0 = time.perf_counter()
         start(model)
         start_s = time.perf_counter() - t0
+    if time_limit is not None:
+        from milopt.solvers.budget import remaining_or_expired
+
+        time_limit, expired = remaining_or_expired(time_limit, t_start, solver)
+        if expired is not None:
+            out = expired.to_dict(log=False)
+            out.update({"formulation": formulation, "params": typed, "model_size": size, "data": data_info(bags),
+                        "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model)})
+            return out
     res = solve(model, solver, time_limit=time_limit, mip_gap=gap, threads=threads, verbose=verbose, options=options,
                 warm_start=warm_start)
     out = res.to_dict(log=False)
     out.update({"formulation": formulation, "params": typed, "model_size": size, "data": data_info(bags),
-                "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model)})
+                "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model),
+                "warm_start": bool(warm_start)})
+    meta = getattr(model, "_milopt_meta", None) or {}
+    if meta.get("incumbent") is not None:
+        out["warm_start_objective"] = meta["incumbent"]
     return out

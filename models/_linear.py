@@ -128,3 +128,107 @@ def add_linear_rows(model, name: str, A, variables: list, lb=None, ub=None, inde
         comp._milopt_rows = RowCache(A=A, variables=tuple(variables), lb=lb, ub=ub, datas=datas,
                                      exprs=tuple(d._expr for d in datas))
     return comp
+
+
+# ------------------------------------------------------------ quadratic objectives from matrices
+@dataclass
+class QuadCache:
+    """The matrices an objective ``c0 + cᵀx + ½ xᵀQx`` was built from (see :class:`MatrixObjective`).
+
+    Attributes
+    ----------
+    c : ndarray (n,)
+    Q : ndarray (n, n) or scipy.sparse matrix, symmetric
+    c0 : float
+    variables : tuple of VarData
+        Column order of ``c`` and ``Q``.
+    """
+
+    c: np.ndarray
+    Q: object
+    c0: float
+    variables: tuple
+
+
+def quadratic_expression(c, Q, variables, c0=0.0):
+    """The Pyomo expression ``c0 + cᵀx + ½ xᵀQx`` (one term per upper-triangle nonzero of Q).
+
+    This is what a modelling language builds; for a dense n × n matrix it holds n(n+1)/2 terms
+    and takes minutes for n in the thousands, so :class:`MatrixObjective` builds it only when
+    something reads the expression."""
+    from pyomo.core.expr.numeric_expr import LinearExpression
+
+    c = np.asarray(c, dtype=float)
+    U = sp.triu(sp.coo_matrix(Q), format="coo")
+    coef = np.where(U.row == U.col, 0.5, 1.0) * U.data
+    keep = coef != 0
+    with PauseGC():
+        nz = np.flatnonzero(c)
+        lin = LinearExpression(linear_coefs=c[nz].tolist(), linear_vars=[variables[j] for j in nz.tolist()])
+        quad = pe.quicksum(float(q) * variables[i] * variables[j]
+                           for q, i, j in zip(coef[keep].tolist(), U.row[keep].tolist(), U.col[keep].tolist()))
+        return float(c0) + lin + quad
+
+
+def add_quadratic_objective(model, name: str, variables: list, c=None, Q=None, c0: float = 0.0, sense=pe.minimize):
+    """Add the objective ``c0 + cᵀx + ½ xᵀQx`` held as matrices (``model.<name>``).
+
+    The matrices are kept on the component (attribute ``_milopt_quad``, a :class:`QuadCache`)
+    and :func:`milopt.solvers.export.extract` reads them directly, so a dense Q reaches a
+    matrix-based backend (Ipopt, HiGHS export, SCIP native) in the time numpy takes to slice it;
+    the Pyomo expression is only built if a Pyomo-based solver or writer reads it.
+    """
+    n = len(variables)
+    c = np.zeros(n) if c is None else np.asarray(c, dtype=float).ravel()
+    if c.size != n:
+        raise ValueError(f"add_quadratic_objective({name}): c has {c.size} entries for {n} variables")
+    if Q is not None:
+        if Q.shape != (n, n):
+            raise ValueError(f"add_quadratic_objective({name}): Q has shape {Q.shape} for {n} variables")
+        if not sp.issparse(Q):
+            Q = np.asarray(Q, dtype=float)
+    obj = MatrixObjective(QuadCache(c=c, Q=Q, c0=float(c0), variables=tuple(variables)), sense=sense)
+    setattr(model, name, obj)
+    return getattr(model, name)
+
+
+from pyomo.core.base.objective import ScalarObjective  # noqa: E402
+
+
+class MatrixObjective(ScalarObjective):
+    """A scalar objective whose expression is built from its matrices on first use.
+
+    ``_milopt_quad`` holds the :class:`QuadCache` while the expression is the one described by
+    it (built lazily, or never); giving the objective another expression (``set_value`` /
+    ``expr = ...``) drops the cache, so the extractor then reads the new expression."""
+
+    def __init__(self, cache: QuadCache, sense=pe.minimize):
+        self.__dict__["_milopt_lazy"] = None
+        self.__dict__["_milopt_quad"] = cache
+        super().__init__(sense=sense)
+        self.construct()
+        self.set_sense(sense)
+
+    @property
+    def _args_(self):
+        d = self.__dict__
+        args = d.get("_milopt_lazy")
+        if args is None or args == (None,):
+            q = d.get("_milopt_quad")
+            if q is None:
+                return (None,) if args is None else args
+            d["_milopt_lazy"] = args = (quadratic_expression(q.c, 0 * sp.eye(len(q.variables)) if q.Q is None else q.Q,
+                                                             q.variables, q.c0),)
+            d["_milopt_built"] = args[0]
+        return args
+
+    @_args_.setter
+    def _args_(self, value):
+        d = self.__dict__
+        if value != (None,) and d.get("_milopt_quad") is not None and value[0] is not d.get("_milopt_built"):
+            d["_milopt_quad"] = None  # a new expression replaces the matrices
+        d["_milopt_lazy"] = value
+
+    def quad_cache(self):
+        """The :class:`QuadCache` when the objective still is the matrix objective, else None."""
+        return self.__dict__.get("_milopt_quad")

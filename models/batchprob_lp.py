@@ -45,18 +45,19 @@ import scipy.sparse as sp
 
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
+from milopt.params import Choice, Float, ParamSet
 from milopt.models.batchsvm_lp import (_distance_fn, build_lp, check_positive, decode as _decode,
                                        require_coords)
 
 PROBLEM_CLASS = "LP"
 
-PARAMS = {
-    "nu": (float, 1.0, "cost of the slacks (nu e'xi)"),
-    "alpha": (float, 0.5, "decay of the prior covariance R_pq = exp(-alpha S_pq)"),
-    "sigma": (float, 1.0, "noise standard deviation of the pre-classifier values (> 0)"),
-    "distance": (str, "euclidean", "S_pq: euclidean | sqeuclidean"),
-    "class_weight": (str, "none", "none (eq. 12) | balanced"),
-}
+PARAMS = ParamSet(
+    nu=Float(1.0, "cost of the slacks (nu e'xi)", gt=0),
+    alpha=Float(0.5, "decay of the prior covariance R_pq = exp(-alpha S_pq)", gt=0),
+    sigma=Float(1.0, "noise standard deviation of the pre-classifier values", gt=0),
+    distance=Choice("euclidean", ("euclidean", "squared", "sqeuclidean"), "S_pq: euclidean | squared (alias sqeuclidean)"),
+    class_weight=Choice("none", ("none", "balanced"), "none (eq. 12) | balanced"),
+)
 
 
 def _posterior_blocks(C, ptr, sizes, s, alpha, sigma, dist, rows, cols, vals, stats):
@@ -88,7 +89,7 @@ def posterior_operator(bags: Bags, alpha: float = 0.5, sigma: float = 1.0, dista
         With ``coords``.
     alpha, sigma : float
         Prior decay and observation noise.
-    distance : {'euclidean', 'sqeuclidean'}
+    distance : {'euclidean', 'squared'}
     return_info : bool
         Also return a dict with the number of clipped eigenvalues and the smallest eigenvalue.
 
@@ -134,7 +135,7 @@ def build(bags: Bags, nu: float = 1.0, alpha: float = 0.5, sigma: float = 1.0, d
         Prior covariance decay α.
     sigma : float
         Observation noise σ (> 0).
-    distance : {'euclidean', 'sqeuclidean'}
+    distance : {'euclidean', 'squared'}
     class_weight : {'none', 'balanced'}
     """
     if unused:

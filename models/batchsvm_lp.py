@@ -28,9 +28,11 @@ values of its neighbours, and learns :math:`(w, \gamma)` with the 1-norm SVM LP 
 θ = 0 gives the plain 1-norm SVM (eq. 1).
 
 **The similarity** (eq. 13).  With :math:`S_{pq}` the distance between the coordinates of
-instances *p* and *q* of the same batch (Euclidean by default; ``distance="sqeuclidean"``
-uses its square), :math:`R_{pq} = \exp(-\alpha S_{pq})` for :math:`p \ne q` and
-:math:`R_{pp} = 0`.  BatchSVM thresholds it (``thresholded=True``, the paper's choice):
+instances *p* and *q* of the same batch (Euclidean by default, as defined in Section 3.2;
+``distance="squared"`` uses its square, the similarity
+:math:`s(p, q) = \exp(-\lVert r_p - r_q\rVert^2/\zeta^2)` with :math:`\zeta^2 = 1/\alpha` that
+the paper's experiments use, Section 5.1.1), :math:`R_{pq} = \exp(-\alpha S_{pq})` for
+:math:`p \ne q` and :math:`R_{pp} = 0`.  BatchSVM thresholds it (``thresholded=True``, the paper's choice):
 :math:`R_{pq} = 1` when :math:`\exp(-\alpha S_{pq}) \ge e^{-4}`, i.e. when
 :math:`\alpha S_{pq} \le 4`, and 0 otherwise -- a neighbourhood graph of radius
 :math:`4/\alpha`.  ``thresholded=False`` keeps the continuous values (BatchSVM_cont).
@@ -59,18 +61,20 @@ from pyomo.core.expr.numeric_expr import LinearExpression
 from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError, InvalidParameterError
 from milopt.models._linear import add_linear_rows, var_list
+from milopt.params import Bool, Choice, Float, ParamSet
 
 PROBLEM_CLASS = "LP"
 
 #: keys accepted from the command line: name -> (type, default, help)
-PARAMS = {
-    "nu": (float, 1.0, "cost of the slacks (nu e'xi)"),
-    "theta": (float, 1.0, "weight of the neighbours in the batch rule (0 = plain 1-norm SVM, no coordinates needed)"),
-    "alpha": (float, 0.5, "decay of R_pq = exp(-alpha S_pq); thresholded: neighbours within distance 4/alpha"),
-    "thresholded": (bool, True, "R_pq in {0,1} (eq. 13, BatchSVM) or continuous (BatchSVM_cont)"),
-    "distance": (str, "euclidean", "S_pq: euclidean | sqeuclidean distance between coordinates"),
-    "class_weight": (str, "none", "none (eq. 4) | balanced (nu scaled by m / (2 m_class))"),
-}
+PARAMS = ParamSet(
+    nu=Float(1.0, "cost of the slacks (nu e'xi)", gt=0),
+    theta=Float(1.0, "weight of the neighbours in the batch rule (0 = plain 1-norm SVM, no coordinates needed)", ge=0),
+    alpha=Float(0.5, "decay of R_pq = exp(-alpha S_pq); thresholded: neighbours within distance 4/alpha", gt=0),
+    thresholded=Bool(True, "R_pq in {0,1} (eq. 13, BatchSVM) or continuous (BatchSVM_cont)"),
+    distance=Choice("euclidean", ("euclidean", "squared", "sqeuclidean"),
+                    "S_pq: euclidean (Sec. 3.2) | squared (Sec. 5.1.1: exp(-alpha |r_p - r_q|^2); alias sqeuclidean)"),
+    class_weight=Choice("none", ("none", "balanced"), "none (eq. 4) | balanced (nu scaled by m / (2 m_class))"),
+)
 
 #: the threshold of eq. 13: R_pq = 1 iff exp(-alpha S_pq) >= e^{-4}
 THRESHOLD_LOG = 4.0
@@ -130,12 +134,22 @@ def require_coords(bags: Bags) -> np.ndarray:
     return bags.coords
 
 
+#: accepted names of the distance S_pq -> canonical name
+DISTANCES = {"euclidean": "euclidean", "squared": "squared", "sqeuclidean": "squared"}
+
+
+def canonical_distance(distance) -> str:
+    """'euclidean' (Section 3.2) or 'squared' (Section 5.1.1; alias 'sqeuclidean')."""
+    if distance not in DISTANCES:
+        raise InvalidParameterError(f"distance: expected 'euclidean' or 'squared' (alias 'sqeuclidean'), "
+                                    f"got {distance!r}")
+    return DISTANCES[distance]
+
+
 def _distance_fn(distance: str):
-    if distance == "euclidean":
+    if canonical_distance(distance) == "euclidean":
         return lambda sq: np.sqrt(sq)
-    if distance == "sqeuclidean":
-        return lambda sq: sq
-    raise InvalidParameterError(f"distance: expected 'euclidean' or 'sqeuclidean', got {distance!r}")
+    return lambda sq: sq
 
 
 def within_batch_pairs(ptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -166,8 +180,8 @@ def similarity(bags: Bags, alpha: float = 0.5, thresholded: bool = True, distanc
         Decay rate: R_pq = exp(-alpha S_pq).
     thresholded : bool
         True: R_pq = 1 when alpha S_pq <= 4 (eq. 13), else 0.  False: continuous values.
-    distance : {'euclidean', 'sqeuclidean'}
-        Definition of S_pq.
+    distance : {'euclidean', 'squared'}
+        Definition of S_pq ('sqeuclidean' is accepted for 'squared').
     """
     C = require_coords(bags)
     alpha = check_positive("alpha", alpha)
@@ -179,7 +193,7 @@ def similarity(bags: Bags, alpha: float = 0.5, thresholded: bool = True, distanc
 
         # S_pq <= 4/alpha  <=>  Euclidean distance <= r
         smax = THRESHOLD_LOG / alpha
-        r = smax if distance == "euclidean" else np.sqrt(smax)
+        r = smax if canonical_distance(distance) == "euclidean" else np.sqrt(smax)
         # separate batches along an extra axis so that no pair crosses batches
         span = float(np.ptp(C, axis=0).max()) if n > 1 else 0.0
         sep = (span + r) * 4.0 + 1.0
@@ -284,7 +298,7 @@ def build(bags: Bags, nu: float = 1.0, theta: float = 1.0, alpha: float = 0.5, t
         Similarity decay α of R_pq = exp(-α S_pq).
     thresholded : bool
         Eq. 13 0/1 neighbourhood (BatchSVM) or continuous R (BatchSVM_cont).
-    distance : {'euclidean', 'sqeuclidean'}
+    distance : {'euclidean', 'squared'}
     class_weight : {'none', 'balanced'}
 
     Returns

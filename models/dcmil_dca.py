@@ -38,13 +38,12 @@ from pyomo.core.expr.numeric_expr import LinearExpression
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.models._linear import add_linear_rows, var_list
+from milopt.params import Float, ParamSet
 
 PROBLEM_CLASS = "QP"
 
 #: keys accepted from the command line: name -> (type, default, help)
-PARAMS = {
-    "C": (float, 1.0, "misclassification cost"),
-}
+PARAMS = ParamSet(C=Float(1.0, "misclassification cost", gt=0))
 
 
 def build(bags: Bags, C: float = 1.0, g2=None, z0=None, **unused) -> pe.ConcreteModel:

@@ -1,8 +1,10 @@
 r"""DCPCA search-direction problem QP(I) (a convex QP with a tiny dense constraint matrix).
 
-Gaudioso, M., Giallombardo, G., Miglionico, G., Bagirov, A. M. "Minimizing nonsmooth DC
-functions via successive DC piecewise-affine approximations", *J. Global Optim.* 71:37–55,
-2018; used for MIL by Astorino, Fuduli, Giallombardo, Miglionico, *Algorithms* 12:249, 2019.
+Astorino, A., Fuduli, A., Giallombardo, G., Miglionico, G. "SVM-based multiple instance
+classification via DC optimization", *Algorithms* 12:249, 2019, §3: QP(I) and its dual
+(eqs. 11–12), step 1 of their Algorithm 1.  DCPCA was introduced by Gaudioso, M.,
+Giallombardo, G., Miglionico, G., Bagirov, A. M. "Minimizing nonsmooth DC functions via
+successive DC piecewise-affine approximations", *J. Global Optim.* 71:37–55, 2018.
 
 At a stability centre with bundle :math:`\mathcal B_1 = \{(g^{(1)}_i, \alpha^{(1)}_i)\}_{i\in I}` of
 subgradients and linearisation errors of :math:`f_1` and a subgradient :math:`g^{(2)}` of
@@ -30,14 +32,16 @@ import scipy.sparse as sp
 
 from milopt.errors import InvalidParameterError
 from milopt.models._linear import add_linear_rows, var_list
+from milopt.params import Float, Int, ParamSet
 
 PROBLEM_CLASS = "QP"
 
 #: keys accepted from the command line: name -> (type, default, help)
-PARAMS = {
-    "C": (float, 1.0, "misclassification cost of the DC-MIL function"),
-    "iterations": (int, 0, "DCPCA main iterations from the paper's start before taking the bundle (0: initial bundle)"),
-}
+PARAMS = ParamSet(
+    C=Float(1.0, "misclassification cost of the DC-MIL function", gt=0),
+    iterations=Int(0, "DCPCA main iterations from the paper's start before taking the bundle (0: initial bundle)",
+                   ge=0),
+)
 
 
 def bundle_at_start(bags, C: float = 1.0, iterations: int = 0):

@@ -1,7 +1,7 @@
 r"""MI-SVM as a big-M mixed-integer quadratic program (Kent & Yu, eq. 5).
 
-Kent, S. and Yu, M. "Non-convex SVM for multiple instance learning with distributional
-instances" (mi-SMM / MI-SVM mixed-integer formulation; R package mildsvm).  The MI-SVM
+Kent, S. and Yu, M. "Non-convex SVM for cancer diagnosis based on morphologic features of
+tumor microenvironment" (mi-SMM / MI-SVM mixed-integer formulation; R package mildsvm).  The MI-SVM
 problem of Andrews, Tsochantaridis & Hofmann (NIPS 2002) asks for one *witness* per positive
 bag; the binary ζ selects which instances of a positive bag may violate the margin.
 
@@ -19,7 +19,7 @@ for negative bags (weights inversely proportional to the number of positive bags
 negative instances); ``"balanced"`` uses inverse bag counts
 (:math:`C_I = C\,B / (2 B_{Y_I})`); ``None`` uses :math:`C_I = C`.
 
-**A provably valid big-M** (see docs/models/misvm_bigm.md).  Any feasible point bounds the
+**A provably valid big-M** (see docs/misvm_bigm.md).  Any feasible point bounds the
 optimum :math:`F^*`; the trivial points :math:`w = 0, b \in \{-1, 0, 1\}` give
 :math:`F_0 = \min(\sum_I C_I,\ 2\sum_{Y_I=+1} C_I,\ 2\sum_{Y_I=-1} C_I)` (a better incumbent
 value may be passed as ``upper_bound``).  At an optimum :math:`\tfrac12\lVert w\rVert^2 \le F_0`,
@@ -31,7 +31,7 @@ So :math:`L_{I,i} = W(\lVert z_i - c_I\rVert + \max_{k \in I}\lVert z_k - c_I\rV
 off an optimal solution.  mildsvm's choice :math:`L = 100 \sum_{\text{columns}} \overline{|x|}`
 (``big_m="mildsvm"``) carries no such guarantee.
 
-**Variants** (issue 3; docs/misvm_bigm_variants.md).
+**Variants** (docs/misvm_bigm_variants.md).
 
 * ``norm="l1"``: the regulariser :math:`\lVert w\rVert_1` written with :math:`v \ge w,\ v \ge -w`
   (objective :math:`e^\top v + \sum_I C_I \xi_I`): a MILP, solvable by HiGHS as well as SCIP.
@@ -39,6 +39,15 @@ off an optimal solution.  mildsvm's choice :math:`L = 100 \sum_{\text{columns}} 
   :math:`|w^\top (z_i - z_j)| \le \lVert w\rVert_1 \lVert z_i - z_j\rVert_\infty`, so
   :math:`L_{I,i} = F_0 \max_{j \in I}\lVert z_i - z_j\rVert_\infty` (computed exactly per
   feature from the bag's minimum and maximum) is valid.
+**Strengthening** (``strengthen=``, docs/misvm_bigm.md "Strengthening and warm start"): from an
+incumbent objective F (``warm_start`` computes one: :func:`incumbent`), every solution with
+objective ≤ F has :math:`\lVert w\rVert \le T = \sqrt{2F}`, :math:`\xi_I \le F/C_I`, b between the
+bounds obtained by averaging the margin rows of the negative bags and of the positive bags'
+witnesses, and scores :math:`w^\top z_i + b \ge lo_i`; hence the smaller valid big-M
+:math:`L_{I,i} = \min(T D_i, 1 - lo_i)` with the exact bag diameter :math:`D_i`
+(:func:`incumbent_bounds`).  ``reduce`` drops instances inside the convex hull of the rest of
+their bag (:func:`hull_interior`): their score never exceeds the bag's maximum.
+
 * ``disjunction="sos1"``: the margin row of a positive-bag instance gets its own slack
   :math:`s_i \ge 0` instead of :math:`L_{I,i}\zeta_{I,i}`, with :math:`u_i = 1 - \zeta_{I,i}` and a
   special ordered set of type 1 over :math:`(s_i, u_i)` (at most one nonzero): a witness
@@ -59,22 +68,37 @@ import pyomo.environ as pe
 import scipy.sparse as sp
 from pyomo.common.gc_manager import PauseGC
 
+from milopt import numerics as _numerics
 from milopt.data.bags import Bags
-from milopt.errors import InvalidParameterError, positive_number
+from milopt.errors import InvalidParameterError
 from milopt.models._linear import add_linear_rows, var_list
+from milopt.params import Bool, Choice, Float, ParamSet, Str
 from milopt.segments import expand, segment_max, segment_mean
 
 PROBLEM_CLASS = "MIQP"
 
-#: keys accepted from the command line: name -> (type, default, help)
-PARAMS = {
-    "C": (float, 1.0, "misclassification cost"),
-    "class_weight": (str, "kent-yu", "kent-yu | balanced | none"),
-    "big_m": (str, "valid", "valid (provable, per instance) | mildsvm (100 x sum of column mean |x|) | a number"),
-    "norm": (str, "l2", "l2 (1/2 ||w||^2: MIQP) | l1 (||w||_1 through v >= +-w: MILP)"),
-    "disjunction": (str, "bigm", "bigm (L zeta) | sos1 (SOS1 over slack s_i and 1 - zeta_i; SCIP) | "
-                                 "indicator (zeta_i = 0 => margin row; solver scip-native)"),
-}
+#: keys accepted from the command line (milopt.params)
+PARAMS = ParamSet(
+    C=Float(1.0, "misclassification cost", gt=0),
+    class_weight=Choice("kent-yu", ("kent-yu", "balanced", "none"), "kent-yu | balanced | none"),
+    big_m=Float("valid", "valid (provable, per instance) | mildsvm (100 x sum of column mean |x|) | a number",
+                gt=0, choices=("valid", "mildsvm")),
+    norm=Choice("l2", ("l2", "l1"), "l2 (1/2 ||w||^2: MIQP) | l1 (||w||_1 through v >= +-w: MILP)"),
+    disjunction=Choice("bigm", ("bigm", "sos1", "indicator"), "bigm (L zeta) | sos1 (SOS1 over slack s_i and "
+                       "1 - zeta_i; SCIP) | indicator (zeta_i = 0 => margin row; solver scip-native)"),
+    warm_start=Bool(True, "start from a cheap incumbent (linear SVM on instances, improved by the MI-SVM "
+                          "alternation); its objective F tightens the big-M and the strengthening "
+                          "(default of milopt solve; false: cold start)"),
+    strengthen=Str("none", "none | all | any of bounds,reduce joined by ',' or '+': incumbent bounds on "
+                           "w, b, xi and the big-M they imply; removal of instances inside their bag's convex hull"),
+    branch_priority=Choice("none", ("none", "bagsize"), "none | bagsize (SCIP branching priorities, smaller "
+                           "positive bags and incumbent witnesses first; honoured by scip-native)"),
+    upper_bound=Float(None, "objective of a known feasible point (tightens the big-M and the bounds)",
+                      finite=False),
+)
+
+STRENGTHEN = ("bounds", "reduce")
+PRIORITIES = ("none", "bagsize")
 
 NORMS = ("l2", "l1")
 DISJUNCTIONS = ("bigm", "sos1", "indicator")
@@ -89,20 +113,8 @@ def problem_class(norm: str = "l2", disjunction: str = "bigm", **unused):
 
 
 def bag_costs(bags: Bags, C: float, class_weight="kent-yu") -> np.ndarray:
-    """Per-bag cost C_I (see module docstring)."""
-    C = positive_number("C", C)
-    pos = bags.y == 1
-    n_pos_bags = int(pos.sum())
-    if class_weight in (None, "none", "None", False):
-        return np.full(bags.n_bags, float(C))
-    if class_weight == "kent-yu":
-        n_neg_inst = int(np.sum(~pos[bags.bag_index]))
-        w_neg = n_pos_bags / max(n_neg_inst, 1)
-        return np.where(pos, C, C * w_neg)
-    if class_weight == "balanced":
-        nb = bags.n_bags
-        return np.where(pos, C * nb / (2 * max(n_pos_bags, 1)), C * nb / (2 * max(nb - n_pos_bags, 1)))
-    raise InvalidParameterError(f"class_weight: expected 'kent-yu', 'balanced' or 'none', got {class_weight!r}")
+    """Per-bag cost C_I (see module docstring; :func:`milopt.numerics.bag_costs`)."""
+    return _numerics.bag_costs(bags, C, class_weight)
 
 
 def trivial_upper_bound(costs: np.ndarray, y: np.ndarray) -> float:
@@ -143,8 +155,197 @@ def mildsvm_big_m(bags: Bags) -> float:
     return float(100.0 * np.abs(bags.X).mean(axis=0).sum())
 
 
+# ----------------------------------------------------------------------------- strengthening
+def parse_strengthen(value) -> frozenset:
+    """``strengthen`` parameter -> set of options (``none``, ``all``, or names joined by ',' / '+')."""
+    if value is None or value is False or str(value).strip().lower() in ("", "none", "false", "no", "off"):
+        return frozenset()
+    if value is True or str(value).strip().lower() in ("all", "true", "yes", "on"):
+        return frozenset(STRENGTHEN)
+    parts = [p.strip().lower() for p in str(value).replace("+", ",").split(",") if p.strip()]
+    bad = [p for p in parts if p not in STRENGTHEN]
+    if bad:
+        raise InvalidParameterError(f"strengthen: unknown option(s) {bad}; expected none, all, or any of "
+                                    f"{', '.join(STRENGTHEN)} joined by ',' (e.g. strengthen=bounds,reduce)")
+    return frozenset(parts)
+
+
+def incumbent(bags: Bags, C: float = 1.0, class_weight="kent-yu", norm: str = "l2", random_state=0) -> dict:
+    r"""A cheap feasible point of MI-SVM and its objective F (an upper bound on the optimum).
+
+    Candidates: the trivial points :math:`w = 0,\ b \in \{-1, 0, 1\}`; a linear SVM on the
+    instances with the bag labels copied (:func:`milopt.estimators.misvm.sil_start`); and, for
+    ``norm="l2"``, the MI-SVM alternating heuristic of Andrews et al. (bag-slack form,
+    :func:`milopt.algorithms.mi_heuristics.misvm_alternate`, linear kernel) started from that
+    SVM's witnesses.  The lowest objective (:func:`objective_value`) is returned.
+
+    Returns
+    -------
+    dict: ``w`` (d,), ``b``, ``objective`` F, ``source`` ('trivial', 'sil' or 'alternation').
+    """
+    from milopt.numerics import sil_start
+
+    norm = str(norm).lower()
+    d = bags.n_features
+    cands = [(np.zeros(d), float(b0), "trivial") for b0 in (-1.0, 0.0, 1.0)]
+    w, b = sil_start(bags, C=C, random_state=random_state)
+    cands.append((w, float(b), "sil"))
+    if norm == "l2" and np.any(bags.y == 1) and np.any(bags.y != 1):
+        from milopt.algorithms.mi_heuristics import misvm_alternate
+
+        h = misvm_alternate(None, bags, C=C, class_weight=class_weight, slack="bag", init_scores=bags.X @ w + b,
+                            X=bags.X, random_state=random_state)
+        cands.append((bags.X.T @ (h["alpha"] * h["y"]), float(h["b"]), "alternation"))
+    objs = [objective_value(bags, cw, cb, C, class_weight, norm) for cw, cb, _ in cands]
+    k = int(np.argmin(objs))
+    return {"w": np.asarray(cands[k][0], dtype=float), "b": cands[k][1], "objective": float(objs[k]),
+            "source": cands[k][2]}
+
+
+def _dual_norm(norm):
+    """Norm of data vectors paired with the regulariser's norm of w (Cauchy-Schwarz / Hoelder)."""
+    return (lambda V: np.linalg.norm(V, axis=-1)) if norm == "l2" else (lambda V: np.abs(V).max(axis=-1))
+
+
+def _best_t(F, S, a, norm):
+    r""":math:`\max_{0 \le t \le T} \; (F - r(t))/S + a\,t` with :math:`r(t) = t^2/2,\ T = \sqrt{2F}`
+    (l2) or :math:`r(t) = t,\ T = F` (l1); ``a`` may be an array."""
+    a = np.asarray(a, dtype=float)
+    if norm == "l2":
+        t = np.clip(S * a, 0.0, np.sqrt(2.0 * F))
+        return (F - 0.5 * t * t) / S + a * t
+    T = F
+    return np.maximum(F / S, a * T)  # linear in t: an endpoint
+
+
+def pair_diameter(bags: Bags, norm: str = "l2", mask=None) -> np.ndarray:
+    r""":math:`D_i = \max_{j \in I} \lVert z_i - z_j \rVert` (2-norm, or the ∞-norm for l1) over the
+    instances j of i's bag (those in ``mask`` when given), shape (n_instances,); exact, by bag."""
+    X, ptr = bags.X, bags.bag_ptr
+    out = np.zeros(bags.n_instances)
+    keep = np.ones(bags.n_instances, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    for I in range(bags.n_bags):
+        s, e = ptr[I], ptr[I + 1]
+        Z = X[s:e]
+        Zk = Z[keep[s:e]]
+        if Zk.shape[0] == 0:
+            continue
+        if norm == "l2":
+            sq = (Z * Z).sum(1)[:, None] + (Zk * Zk).sum(1)[None, :] - 2.0 * Z @ Zk.T
+            out[s:e] = np.sqrt(np.maximum(sq.max(axis=1), 0.0))
+        else:
+            out[s:e] = np.maximum(Z - Zk.min(axis=0), Zk.max(axis=0) - Z).max(axis=1)
+    return out
+
+
+def incumbent_bounds(bags: Bags, costs: np.ndarray, F: float, norm: str = "l2", mask=None) -> dict:
+    r"""Bounds every solution with objective :math:`\le F` satisfies (proofs in docs/misvm_bigm.md).
+
+    With :math:`t = \lVert w\rVert` (2-norm for l2, 1-norm for l1), :math:`r(t)` the regulariser
+    and :math:`\lVert\cdot\rVert_*` its dual norm on data vectors:
+
+    * :math:`r(t) \le F`: :math:`|w_k| \le T` (:math:`T = \sqrt{2F}` or :math:`F`);
+    * :math:`0 \le \xi_I \le F / C_I`;
+    * negative bags, averaged with weights :math:`C_I / S^-` (:math:`S^- = \sum_{Y_I=-1} C_I`):
+      :math:`b + w^\top g^- \le (F - r(t))/S^- - 1`, so
+      :math:`b \le -1 + \max_{0\le t\le T} [(F - r(t))/S^- + t \lVert g^-\rVert_*]`; the same with
+      one negative bag (its mean, :math:`S = C_I`); the smallest is kept;
+    * positive bags, their witnesses averaged likewise: :math:`b + w^\top z_i \ge 1 -
+      \max_{0\le t\le T}[(F - r(t))/S^+ + t (\bar\rho^+ + \lVert z_i - g^+\rVert_*)]` =: ``lo_i``
+      for every instance, where :math:`\bar\rho^+ = \sum C_I \rho_I / S^+`,
+      :math:`\rho_I = \max_{j\in I}\lVert z_j - c_I\rVert_*`; at :math:`z_i = 0` this bounds b;
+    * the big-M: :math:`L_{I,i} = \min(T D_i,\ 1 - lo_i)` with the exact bag diameter :math:`D_i`.
+
+    ``mask``: instances kept by ``reduce`` (removed ones are ignored in bag means and diameters).
+
+    Returns
+    -------
+    dict: ``W`` (T), ``b_lo``, ``b_hi``, ``xi_hi`` (B,), ``lo`` (n,), ``L`` (n,), ``F``.
+    """
+    X, ptr = bags.X, bags.bag_ptr
+    n = bags.n_instances
+    keep = np.ones(n, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    F = float(F) * (1.0 + 1e-9) + 1e-12  # a hair of slack for the rounding of F itself
+    dn = _dual_norm(norm)
+    T = np.sqrt(2.0 * F) if norm == "l2" else F
+    pos = bags.y == 1
+    cnt = np.add.reduceat(keep.astype(float), ptr[:-1])
+    cent = np.add.reduceat(X * keep[:, None], ptr[:-1], axis=0) / np.maximum(cnt, 1.0)[:, None]
+    rad = np.zeros(bags.n_bags)
+    dev = dn(X - expand(cent, ptr))
+    np.maximum.at(rad, bags.bag_index[keep], dev[keep])
+    # b <= ... from negative bags
+    b_hi = np.inf
+    if np.any(~pos):
+        Sn = costs[~pos].sum()
+        gn = (costs[~pos, None] * cent[~pos]).sum(0) / Sn
+        b_hi = -1.0 + float(_best_t(F, Sn, dn(gn), norm))
+        b_hi = min(b_hi, float(np.min(-1.0 + _best_t(F, costs[~pos], dn(cent[~pos]), norm))))
+    # w z_i + b >= lo_i from the witnesses of positive bags
+    lo = np.full(n, -np.inf)
+    b_lo = -np.inf
+    if np.any(pos):
+        Sp = costs[pos].sum()
+        gp = (costs[pos, None] * cent[pos]).sum(0) / Sp
+        rbar = float((costs[pos] * rad[pos]).sum() / Sp)
+        lo = 1.0 - _best_t(F, Sp, rbar + dn(X - gp), norm)
+        b_lo = 1.0 - float(_best_t(F, Sp, rbar + dn(gp), norm))
+        # one positive bag at a time: b + w z_i >= 1 - (F - r)/C_I - t (||z_i - c_I|| + rho_I) for i in I
+        own = 1.0 - _best_t(F, expand(costs, ptr), expand(rad, ptr) + dev, norm)
+        lo = np.where(pos[bags.bag_index], np.maximum(lo, own), lo)
+        b_lo = max(b_lo, float(np.max(1.0 - _best_t(F, costs[pos], rad[pos] + dn(cent[pos]), norm))))
+    xi_hi = F / costs
+    D = pair_diameter(bags, norm, mask=keep)
+    L = np.maximum(np.minimum(T * D, 1.0 - lo), 0.0)
+    return {"W": float(T), "b_lo": float(b_lo), "b_hi": float(b_hi), "xi_hi": xi_hi, "lo": lo, "L": L, "F": F}
+
+
+def hull_interior(bags: Bags, tol: float = 1e-9) -> np.ndarray:
+    r"""Instances that lie in the convex hull of the *other* instances of their bag (exact duplicates
+    included; of a group of duplicates the first is kept), removed one after the other, so that the
+    kept instances of a bag have the same convex hull as the whole bag.  Boolean mask (n,).
+
+    A bag whose instances are affinely independent has no such instance (no LP is solved);
+    otherwise membership is decided by the feasibility LP
+    :math:`z_i = \sum_{j \ne i} \lambda_j z_j,\ \sum_j \lambda_j = 1,\ \lambda \ge 0` (HiGHS)."""
+    from scipy.optimize import linprog
+
+    X, ptr = bags.X, bags.bag_ptr
+    out = np.zeros(bags.n_instances, dtype=bool)
+    for I in range(bags.n_bags):
+        s, e = int(ptr[I]), int(ptr[I + 1])
+        if e - s < 2:
+            continue
+        Z = X[s:e]
+        # exact duplicates first
+        _, first = np.unique(Z, axis=0, return_index=True)
+        dup = np.ones(e - s, dtype=bool)
+        dup[first] = False
+        out[s:e] |= dup
+        idx = np.flatnonzero(~dup)
+        if idx.size < 3:
+            continue
+        Zu = Z[idx]
+        if np.linalg.matrix_rank(Zu[1:] - Zu[0]) == idx.size - 1:
+            continue  # affinely independent: every point is a vertex
+        alive = np.ones(idx.size, dtype=bool)
+        scale = max(1.0, float(np.abs(Zu).max()))
+        for k in range(idx.size):
+            others = np.flatnonzero(alive & (np.arange(idx.size) != k))
+            if others.size < 2:
+                break
+            A = np.vstack([Zu[others].T / scale, np.ones(others.size)])
+            rhs = np.concatenate([Zu[k] / scale, [1.0]])
+            r = linprog(np.zeros(others.size), A_eq=A, b_eq=rhs, bounds=(0, None), method="highs")
+            if r.status == 0 and np.abs(A @ r.x - rhs).max() <= 1e-7:
+                alive[k] = False
+        out[s + idx[~alive]] = True
+    return out
+
+
 def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upper_bound: float | None = None,
-          norm: str = "l2", disjunction: str = "bigm", **unused) -> pe.ConcreteModel:
+          norm: str = "l2", disjunction: str = "bigm", warm_start: bool = False, strengthen="none",
+          branch_priority: str = "none", **unused) -> pe.ConcreteModel:
     """Build the MI-SVM mixed-integer program for ``bags`` (binary labels).
 
     Parameters
@@ -163,6 +364,20 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
         Regulariser ½‖w‖² (MIQP) or ‖w‖₁ (MILP, variables ``v`` and rows ``l1_pos``/``l1_neg``).
     disjunction : {'bigm', 'sos1', 'indicator'}
         How a non-witness instance is released from its margin row (module docstring).
+    warm_start : bool
+        Compute a cheap incumbent first (:func:`incumbent`): its objective F replaces the
+        trivial bound in the valid big-M and in the strengthening, and its point is set as the
+        model's starting values (``model._milopt_start = True``; the runner hands it to the
+        solver).  ``milopt solve`` defaults to true (``PARAMS``); the Python default is false.
+    strengthen : 'none' | 'all' | 'bounds' | 'reduce' | 'bounds,reduce'
+        ``bounds``: the variable bounds of :func:`incumbent_bounds` and its smaller big-M;
+        ``reduce``: instances inside the convex hull of the other instances of their bag
+        (:func:`hull_interior`, duplicates included) lose their row and ζ.  Both keep every
+        optimal value (docs/misvm_bigm.md, "Strengthening").
+    branch_priority : {'none', 'bagsize'}
+        Declares SCIP branching priorities in ``model._milopt_branch_priority`` (used by the
+        ``scip-native`` backend; other backends ignore it): ζ of smaller positive bags first,
+        and in each bag the incumbent's witness first.
 
     Returns
     -------
@@ -178,8 +393,18 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
         Bad C, class_weight, big_m, norm, disjunction, non-binary labels, unknown keys.
     """
     if unused:
-        raise InvalidParameterError(f"misvm-bigm: unknown parameter(s) {sorted(unused)}; accepted: {sorted(PARAMS)} "
-                                    "(and upper_bound)")
+        raise InvalidParameterError(f"misvm-bigm: unknown parameter(s) {sorted(unused)}; accepted: {sorted(PARAMS)}")
+    opts = parse_strengthen(strengthen)
+    branch_priority = str(branch_priority).lower()
+    if branch_priority not in PRIORITIES:
+        raise InvalidParameterError(f"branch_priority: expected one of {', '.join(PRIORITIES)}, got {branch_priority!r}")
+    if not isinstance(warm_start, (bool, np.bool_)):
+        raise InvalidParameterError(f"warm_start: expected true or false, got {warm_start!r}")
+    if upper_bound is not None:
+        try:
+            upper_bound = float(upper_bound)
+        except (TypeError, ValueError):
+            raise InvalidParameterError(f"upper_bound: expected a number, got {upper_bound!r}") from None
     norm = str(norm).lower()
     disjunction = str(disjunction).lower()
     if norm not in NORMS:
@@ -194,9 +419,19 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
     costs = bag_costs(bags, C, class_weight)
     pos_bag = bags.y == 1
     inst_pos = pos_bag[bags.bag_index]
-    sizes = np.diff(ptr)
+    # a cheap incumbent and the best known upper bound F on the optimum
+    inc = incumbent(bags, C, class_weight, norm) if warm_start else None
+    F = trivial_upper_bound(costs, bags.y)
+    if upper_bound is not None and np.isfinite(upper_bound):
+        F = min(F, upper_bound)
+    if inc is not None:
+        F = min(F, inc["objective"])
+    removed = hull_interior(bags) if "reduce" in opts else np.zeros(n, dtype=bool)
+    kept = ~removed
+    bnd = incumbent_bounds(bags, costs, F, norm, mask=kept) if "bounds" in opts else None
+    sizes = np.add.reduceat(kept.astype(np.int64), ptr[:-1])  # instances per bag (after reduction)
     if isinstance(big_m, str) and big_m == "valid":
-        L = valid_big_m(bags, costs, upper_bound, norm=norm)
+        L = bnd["L"] if bnd is not None else valid_big_m(bags, costs, F, norm=norm)
     elif isinstance(big_m, str) and big_m == "mildsvm":
         L = np.full(n, mildsvm_big_m(bags))
     else:
@@ -207,7 +442,7 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
         if not L[0] > 0:
             raise InvalidParameterError(f"big_m: must be positive, got {big_m!r}")
     # ζ only for instances of positive bags with at least two instances
-    has_zeta = inst_pos & (sizes[bags.bag_index] >= 2)
+    has_zeta = inst_pos & kept & (sizes[bags.bag_index] >= 2)
     zrows = np.flatnonzero(has_zeta)
     nz = zrows.size
     sos = disjunction == "sos1"
@@ -247,7 +482,7 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
         # zeta_i = 0  =>  w z_i + b + xi_I >= 1: the rows of released-able instances are kept in
         # the deactivated component margin_ind and declared as indicator constraints
         A = sp.hstack([Zs, bcol, XI, sp.csr_matrix((n, nv - o_zeta))], format="csr")
-        hard = np.flatnonzero(~has_zeta)
+        hard = np.flatnonzero(~has_zeta & kept)
         add_linear_rows(m, "margin", A[hard], vars_, lb=1.0, index=hard.tolist())
         add_linear_rows(m, "margin_ind", A[zrows], vars_, lb=1.0, index=zrows.tolist())
         m.margin_ind.deactivate()
@@ -257,7 +492,11 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
         rel = sp.csr_matrix((np.ones(nz) if sos else L[zrows], (zrows, (o_s if sos else o_zeta) - o_zeta + np.arange(nz))),
                             shape=(n, nv - o_zeta))
         A = sp.hstack([Zs, bcol, XI, rel], format="csr")
-        add_linear_rows(m, "margin", A, vars_, lb=1.0)
+        if removed.any():
+            rows = np.flatnonzero(kept)
+            add_linear_rows(m, "margin", A[rows], vars_, lb=1.0, index=rows.tolist())
+        else:
+            add_linear_rows(m, "margin", A, vars_, lb=1.0)
 
     # cardinality: sum of zeta over a positive bag <= |I| - 1
     zb = bags.bag_index[zrows]
@@ -292,9 +531,48 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
     m._milopt_class = cls
     m._milopt_features = ("SOS",) if sos and nz else (("INDICATOR",) if ind and nz else ())
     m._milopt_meta = {"big_m": None if (sos or ind) else L, "costs": costs, "n_features": d, "instances": n,
-                      "norm": norm, "disjunction": disjunction, "C": float(C), "class_weight": class_weight}
+                      "norm": norm, "disjunction": disjunction, "C": float(C), "class_weight": class_weight,
+                      "upper_bound": float(F), "incumbent": None if inc is None else inc["objective"],
+                      "incumbent_source": None if inc is None else inc["source"],
+                      "strengthen": sorted(opts), "removed": removed, "bounds": bnd}
     m._milopt_bags = bags
+    if bnd is not None:
+        _apply_bounds(m, bnd, d, B, norm)
+    if inc is not None:
+        globals()["warm_start"](m, inc["w"], inc["b"])
+        m._milopt_start = True
+    if branch_priority != "none" and nz:
+        m._milopt_branch_priority = _priorities(m, bags, zrows, sizes, inc)
     return m
+
+
+def _apply_bounds(m, bnd, d, B, norm):
+    """Variable bounds of :func:`incumbent_bounds` on w (and v), b and xi."""
+    W = bnd["W"]
+    for k in range(d):
+        m.w[k].setlb(-W)
+        m.w[k].setub(W)
+        if norm == "l1":
+            m.v[k].setub(W)
+    if np.isfinite(bnd["b_lo"]):
+        m.b.setlb(bnd["b_lo"])
+    if np.isfinite(bnd["b_hi"]):
+        m.b.setub(bnd["b_hi"])
+    for I in range(B):
+        m.xi[I].setub(float(bnd["xi_hi"][I]))
+
+
+def _priorities(m, bags, zrows, sizes, inc) -> list:
+    """(ζ variable, priority): smaller positive bags first; within a bag the incumbent's witness
+    (highest incumbent score) first.  Priorities are positive integers (SCIP: higher = earlier)."""
+    bi = bags.bag_index[zrows]
+    base = 2 * (int(sizes.max()) - sizes[bi]) + 2
+    if inc is not None:
+        s = bags.X[zrows] @ inc["w"] + inc["b"]
+        best = np.full(bags.n_bags, -np.inf)
+        np.maximum.at(best, bi, s)
+        base = base + (s >= best[bi]).astype(int)
+    return [(m.zeta[int(i)], int(p)) for i, p in zip(zrows, base)]
 
 
 def decode(model) -> dict:
@@ -307,7 +585,7 @@ def decode(model) -> dict:
     scores = bags.X @ w + b
     ptr = bags.bag_ptr
     # witness: among instances with zeta = 0 (free of the big-M), the highest score
-    free = np.ones(bags.n_instances, dtype=bool)
+    free = ~np.asarray(model._milopt_meta.get("removed", np.zeros(bags.n_instances, dtype=bool)), dtype=bool)
     for i in model.ZETA:
         v = model.zeta[i].value
         free[i] = v is None or v < 0.5
@@ -320,19 +598,11 @@ def decode(model) -> dict:
 
 
 def objective_value(bags: Bags, w, b, C=1.0, class_weight="kent-yu", norm: str = "l2") -> float:
-    """MI-SVM objective of (w, b) with optimal slacks for that (w, b).
+    """MI-SVM objective of (w, b) with optimal slacks for that (w, b) (:func:`milopt.numerics.misvm_objective`).
 
     ``norm="l2"``: ½‖w‖² + Σ C_I ξ_I; ``norm="l1"``: ‖w‖₁ + Σ C_I ξ_I.
     """
-    costs = bag_costs(bags, C, class_weight)
-    w = np.asarray(w, dtype=float)
-    s = bags.X @ w + b
-    ptr = bags.bag_ptr
-    mx = segment_max(s, ptr)
-    pos = bags.y == 1
-    xi = np.where(pos, np.maximum(0.0, 1.0 - mx), np.maximum(0.0, 1.0 + mx))
-    reg = float(np.abs(w).sum()) if str(norm).lower() == "l1" else float(0.5 * np.dot(w, w))
-    return reg + float(np.dot(costs, xi))
+    return _numerics.misvm_objective(bags, w, b, C, class_weight, norm)
 
 
 def warm_start(model, w, b) -> None:
@@ -352,7 +622,8 @@ def warm_start(model, w, b) -> None:
     ptr = bags.bag_ptr
     from milopt.segments import segment_argmax
 
-    arg = segment_argmax(s, ptr)
+    removed = meta.get("removed")
+    arg = segment_argmax(s if removed is None or not removed.any() else np.where(removed, -np.inf, s), ptr)
     mx = s[arg]
     pos = bags.y == 1
     neg_mx = segment_max(s, ptr)
@@ -380,10 +651,11 @@ def warm_start(model, w, b) -> None:
 
 
 def default_start(model) -> None:
-    """Warm start of ``milopt solve misvm-bigm --warm-start``: a linear SVM on the instances with
-    bag labels copied (liblinear, class-balanced), made feasible by :func:`warm_start`."""
-    from milopt.estimators.misvm import sil_start
-
+    """Warm start for a model built with ``warm_start=False``: the point of :func:`incumbent`
+    (best of the trivial points, a linear SVM on the instances with bag labels copied, and the
+    MI-SVM alternation started from it), made feasible by :func:`warm_start`.  (``milopt solve``
+    builds with ``warm_start=True`` instead, so that F also tightens the model.)"""
     meta = model._milopt_meta
-    w, b = sil_start(model._milopt_bags, C=meta.get("C", 1.0))
-    warm_start(model, w, b)
+    inc = incumbent(model._milopt_bags, meta.get("C", 1.0), meta.get("class_weight", "kent-yu"),
+                    meta.get("norm", "l2"))
+    warm_start(model, inc["w"], inc["b"])

@@ -1,7 +1,7 @@
 r"""Dual QP of the MI-SVM subproblem for a fixed witness selection (Kent & Yu eq. 3; Andrews et al.).
 
-Kent, S. and Yu, M., "Non-convex SVM for multiple instance learning with distributional
-instances" (eq. 3 and eq. 4); Andrews, Tsochantaridis & Hofmann, "Support vector machines
+Kent, S. and Yu, M., "Non-convex SVM for cancer diagnosis based on morphologic features of
+tumor microenvironment" (eq. 3 and eq. 4); Andrews, Tsochantaridis & Hofmann, "Support vector machines
 for multiple-instance learning", NIPS 2002 (MI-SVM).
 
 For a selection *s* of one witness per positive bag the effective set is
@@ -30,7 +30,11 @@ single-instance linear SVM (liblinear, bag labels copied to instances, balanced 
 weights); ``witness="first"`` the first instance of the bag.  ``build(..., witnesses=rows)``
 accepts any selection (one instance row per positive bag).
 
-**Building** (``form``): ``"factor"`` (default) writes :math:`\tfrac12\alpha^\top Q\alpha` as
+**Building** (``form``; default ``"auto"``: ``factor`` for the linear kernel, ``matrix`` for
+RBF): ``"matrix"`` keeps the objective as the vector of ones and
+the dense matrix :math:`Q = (yy^\top)\circ K_{EE}` (:func:`models._linear.add_quadratic_objective`):
+matrix-based backends (Ipopt, SCIP native, export) read them directly, and the Pyomo
+expression is only built if a Pyomo-based solver asks for it; ``"factor"`` writes :math:`\tfrac12\alpha^\top Q\alpha` as
 :math:`\tfrac12\lVert u\rVert^2` with :math:`u = L^\top(y\circ\alpha)` and :math:`K_{EE} = LL^\top`
 (linear kernel: :math:`L = X_E`; RBF: eigen-factor, eigenvalues below 1e-10 · max dropped),
 so the model holds r extra variables and r dense linear rows added as sparse matrices, and
@@ -46,20 +50,22 @@ import scipy.sparse as sp
 
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
-from milopt.models._linear import add_linear_rows, var_list
+from milopt.models._linear import add_linear_rows, add_quadratic_objective, var_list
+from milopt.params import Choice, Float, ParamSet
 
 PROBLEM_CLASS = "QP"
 
-#: keys accepted from the command line: name -> (type, default, help)
-PARAMS = {
-    "C": (float, 1.0, "misclassification cost"),
-    "kernel": (str, "linear", "linear | rbf"),
-    "gamma": (float, None, "rbf width: exp(-gamma |x-y|^2); default 1/n_features"),
-    "class_weight": (str, "kent-yu", "kent-yu | balanced | none (as misvm-bigm)"),
-    "slack": (str, "bag", "bag (Kent & Yu: one slack per negative bag) | instance (Andrews)"),
-    "witness": (str, "sil", "sil (argmax of a SIL linear SVM) | first (first instance of each positive bag)"),
-    "form": (str, "factor", "factor (u = L'(y.alpha), 1/2|u|^2) | dense (upper-triangle quicksum)"),
-}
+#: keys accepted from the command line (milopt.params)
+PARAMS = ParamSet(
+    C=Float(1.0, "misclassification cost", gt=0),
+    kernel=Choice("linear", ("linear", "rbf"), "linear | rbf"),
+    gamma=Float(None, "rbf width: exp(-gamma |x-y|^2); default 1/n_features", gt=0),
+    class_weight=Choice("kent-yu", ("kent-yu", "balanced", "none"), "kent-yu | balanced | none (as misvm-bigm)"),
+    slack=Choice("bag", ("bag", "instance"), "bag (Kent & Yu: one slack per negative bag) | instance (Andrews)"),
+    witness=Choice("sil", ("sil", "first"), "sil (argmax of a SIL linear SVM) | first (first instance of each positive bag)"),
+    form=Choice("auto", ("auto", "matrix", "factor", "dense"), "auto (factor for linear, matrix for rbf) | matrix "
+                "(objective held as the matrix Q) | factor (u = L'(y.alpha), 1/2|u|^2) | dense (upper-triangle quicksum)"),
+)
 
 
 def default_witnesses(bags: Bags, rule="sil", random_state=0) -> np.ndarray:
@@ -70,7 +76,7 @@ def default_witnesses(bags: Bags, rule="sil", random_state=0) -> np.ndarray:
     if rule == "first":
         return bags.bag_ptr[:-1][pos].copy()
     if rule == "sil":
-        from milopt.estimators.misvm import sil_start
+        from milopt.numerics import sil_start
 
         w, b = sil_start(bags, C=1.0, random_state=random_state)
         return segment_argmax(bags.X @ w + b, bags.bag_ptr)[pos]
@@ -78,7 +84,7 @@ def default_witnesses(bags: Bags, rule="sil", random_state=0) -> np.ndarray:
 
 
 def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight="kent-yu", slack="bag",
-          witness="sil", witnesses=None, form="factor", **unused) -> pe.ConcreteModel:
+          witness="sil", witnesses=None, form="auto", **unused) -> pe.ConcreteModel:
     """Build the dual QP for ``bags`` and a witness selection.
 
     Parameters
@@ -91,7 +97,8 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
         Rule used when ``witnesses`` is not given.
     witnesses : array of int, optional
         Instance row of the witness of every positive bag (in bag order).
-    form : {'factor', 'dense'}
+    form : {'auto', 'matrix', 'factor', 'dense'}
+        ``auto``: ``factor`` for the linear kernel (rank d), ``matrix`` for RBF.
     """
     from milopt.algorithms.mi_heuristics import slack_structure
     from milopt.features.kernels import check_kernel, kernel_matrix
@@ -101,9 +108,11 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
                                     "(and witnesses)")
     if bags.n_classes > 2:
         raise InvalidParameterError("misvm-dual-qp: binary bag labels (0/1) are required")
-    if form not in ("factor", "dense"):
-        raise InvalidParameterError(f"form: expected 'factor' or 'dense', got {form!r}")
+    if form not in ("auto", "matrix", "factor", "dense"):
+        raise InvalidParameterError(f"form: expected 'auto', 'matrix', 'factor' or 'dense', got {form!r}")
     kernel, gamma = check_kernel(kernel, gamma, bags.n_features)
+    if form == "auto":  # low rank d << n: factor; a full-rank kernel matrix: keep it as a matrix
+        form = "factor" if kernel == "linear" else "matrix"
     pos = np.flatnonzero(bags.y == 1)
     if witnesses is None:
         witnesses = default_witnesses(bags, witness)
@@ -137,7 +146,13 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
         rows = np.searchsorted(multi, ginv[~single])
         A = sp.csr_matrix((np.ones(rows.size), (rows, np.flatnonzero(~single))), shape=(multi.size, n))
         add_linear_rows(m, "cap", A, avars, lb=0.0, ub=caps[multi], index=multi.tolist())
-    lin = pe.quicksum(avars)
+    if form == "matrix":
+        # max Σα - ½ αᵀQα with Q = (y yᵀ) ∘ K_EE, held as matrices (models._linear.add_quadratic_objective)
+        negQ = np.outer(-y, y)
+        negQ *= KE                                   # -Q in one n x n array (no temporaries)
+        add_quadratic_objective(m, "obj", avars, c=np.ones(n), Q=negQ, sense=pe.maximize)
+        quad = None
+    lin = pe.quicksum(avars) if form != "matrix" else None
     if form == "factor":
         if kernel == "linear":
             L = bags.X[E]
@@ -152,12 +167,13 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
         A = sp.hstack([sp.identity(r, format="csr"), sp.csr_matrix(-(L * y[:, None]).T)], format="csr")
         add_linear_rows(m, "factor", A, var_list(m.u, m.alpha), lb=0.0, ub=0.0)
         quad = 0.5 * pe.quicksum(m.u[k] ** 2 for k in range(r))
-    else:
+    elif form == "dense":
         Q = KE * np.outer(y, y)
         iu, ju = np.triu_indices(n)
         coef = np.where(iu == ju, 0.5, 1.0) * Q[iu, ju]
         quad = pe.quicksum(float(c) * avars[i] * avars[j] for c, i, j in zip(coef.tolist(), iu.tolist(), ju.tolist()))
-    m.obj = pe.Objective(expr=lin - quad, sense=pe.maximize)
+    if form != "matrix":
+        m.obj = pe.Objective(expr=lin - quad, sense=pe.maximize)
     m._milopt_class = PROBLEM_CLASS
     m._milopt_meta = {"E": E, "y": y, "groups": ginv, "caps": caps, "K": KE, "kernel": kernel, "gamma": gamma,
                       "witnesses": witnesses, "slack": slack, "C": C, "class_weight": class_weight}

@@ -88,12 +88,30 @@ def _dense_R(b, alpha, thresholded, distance="euclidean"):
 
 
 @pytest.mark.parametrize("thresholded", [True, False])
-@pytest.mark.parametrize("distance", ["euclidean", "sqeuclidean"])
+@pytest.mark.parametrize("distance", ["euclidean", "squared", "sqeuclidean"])
 def test_similarity_matches_bruteforce(small, thresholded, distance):
     alpha = 0.5 if distance == "euclidean" else 0.1
     R = batchsvm_lp.similarity(small, alpha, thresholded, distance).toarray()
     np.testing.assert_allclose(R, _dense_R(small, alpha, thresholded, distance), atol=1e-12)
     assert R.sum() > 0
+
+
+def test_squared_distance_is_section_5_1_1(small):
+    """distance=squared: s(p,q) = exp(-|r_p - r_q|^2 / zeta^2), zeta^2 = 1/alpha; s* = [s >= e^-4] (eq. 13)."""
+    zeta2 = 9.0
+    C, bi = small.coords, small.bag_index
+    Rc = batchsvm_lp.similarity(small, 1.0 / zeta2, False, "squared").toarray()
+    Rt = batchsvm_lp.similarity(small, 1.0 / zeta2, True, "squared").toarray()
+    for p, q in [(0, 1), (0, 2), (3, 5)]:
+        if bi[p] == bi[q]:
+            s = np.exp(-np.sum((C[p] - C[q]) ** 2) / zeta2)
+            assert Rc[p, q] == pytest.approx(s, rel=1e-12)
+    # thresholded: neighbours within Euclidean distance 2 zeta (= sqrt(4 zeta^2))
+    D = np.sqrt(((C[:, None] - C[None]) ** 2).sum(-1))
+    same = (bi[:, None] == bi[None, :]) & ~np.eye(len(C), dtype=bool)
+    np.testing.assert_array_equal(Rt > 0, same & (D <= 2 * np.sqrt(zeta2) * (1 + 1e-12)))
+    with pytest.raises(InvalidParameterError, match="squared"):
+        batchsvm_lp.similarity(small, 0.5, True, "manhattan")
 
 
 def test_posterior_operator_equals_explicit_inverse(small):
@@ -180,7 +198,9 @@ def test_batchsvm_lp_theta_equals_transformed_svm(small):
 
 
 def test_lp_needs_coords_unless_theta0():
-    b = milopt.data.generators.digits(bags=10, seed=0)
+    from milopt.data.generators import digits
+
+    b = digits(bags=10, seed=0)
     with pytest.raises(InvalidDataError, match="batch method needs coordinates"):
         batchsvm_lp.build(b, theta=1.0)
     with pytest.raises(InvalidDataError, match="coords=K"):
@@ -227,12 +247,12 @@ def test_batchpsvm_theta0_equals_psvm(medium):
     z = _psvm_reference(medium.X, d, 0.3)
     np.testing.assert_allclose(np.append(w, g), z, rtol=1e-8, atol=1e-10)
     # estimators: batchpsvm with theta=0 == psvm, same instance scores
-    a = BatchPSVMClassifier(theta=0.0, class_weight="none", nu=0.3).fit(medium)
-    b = BatchPSVMClassifier(theta=0.0, class_weight="none", nu=0.3).fit(medium.with_X(medium.X))
+    a = BatchPSVMClassifier(theta=0.0, class_weight="none", nu=0.3, append_coords=False).fit(medium)
+    b = BatchPSVMClassifier(theta=0.0, class_weight="none", nu=0.3, append_coords=False).fit(medium.with_X(medium.X))
     np.testing.assert_allclose(a.predict_instances(medium), b.predict_instances(medium))
     np.testing.assert_allclose(a.coef_, z[:-1], rtol=1e-8, atol=1e-10)
     spec = milopt.estimators.registry.get_method("psvm")
-    c = spec.make({"nu": 0.3, "class_weight": "none"}).fit(medium)
+    c = spec.make({"nu": 0.3, "class_weight": "none", "append_coords": "false"}).fit(medium)
     np.testing.assert_allclose(c.predict_instances(medium), a.predict_instances(medium))
 
 
@@ -275,6 +295,58 @@ def test_learned_theta_decreases_objective_monotonically(medium):
     est = LearnedThetaBatchPSVM().fit(medium)
     assert est.fit_info_["iterations"] == len(est.result_.history) - 1
     assert est.theta_ != 0.0
+
+
+def _j7_dense(X, d, R, nu, c, w, gamma, theta):
+    """Eq. 7 written out with a dense P = θR + I (independent of BatchPSVMSystem)."""
+    P = theta * R + np.eye(X.shape[0])
+    r = P @ (X @ w - gamma) - d
+    return 0.5 * nu * np.sum(c * r * r) + 0.5 * (w @ w + gamma * gamma + theta * theta)
+
+
+@pytest.mark.parametrize("weighted,nu,thresholded", [(False, 0.05, True), (True, 1.0, True), (True, 0.3, False)])
+def test_learned_theta_is_stationary_point_of_eq7(medium, weighted, nu, thresholded):
+    """The learned (w, γ, θ) zeroes the gradient of eq. 7 in all three (analytic and finite differences)."""
+    X = medium.X
+    d = np.where(medium.instance_y == 1, 1.0, -1.0)
+    Rs = batchsvm_lp.similarity(medium, 0.5, thresholded)
+    R = Rs.toarray()
+    c = batchsvm_lp.class_costs(d, 1.0, "balanced") if weighted else np.ones(d.size)
+    w, g, th, res = fit_batchpsvm(X, d, Rs, nu=nu, theta=0.0, learn_theta=True, tol=1e-12, max_iter=5000,
+                                  weights=c)
+    assert str(res.termination) == "optimal"
+    # the reported objective is eq. 7 (with the θ²/2 term)
+    assert res.objective == pytest.approx(_j7_dense(X, d, R, nu, c, w, g, th), rel=1e-10)
+    # analytic gradient of eq. 7, written independently with dense matrices
+    P = th * R + np.eye(X.shape[0])
+    r = P @ (X @ w - g) - d
+    grad_w = nu * X.T @ (P.T @ (c * r)) + w
+    grad_g = -nu * np.sum(P.T @ (c * r)) + g
+    grad_t = nu * (R @ (X @ w - g)) @ (c * r) + th
+    scale = nu * np.abs(X.T @ (c * d)).max() + 1.0
+    assert np.abs(grad_w).max() < 1e-6 * scale
+    assert abs(grad_g) < 1e-6 * scale
+    assert abs(grad_t) < 1e-6 * scale
+    # central finite differences of the dense eq. 7 in every coordinate
+    x0 = np.concatenate([w, [g, th]])
+    f = lambda x: _j7_dense(X, d, R, nu, c, x[:-2], x[-2], x[-1])  # noqa: E731
+    h = 1e-5
+    fd = np.array([(f(x0 + h * e) - f(x0 - h * e)) / (2 * h) for e in np.eye(x0.size)])
+    assert np.abs(fd).max() < 1e-4 * scale
+    # the θ step without the θ²/2 term of eq. 7 (eq. 6 minimised over θ) is NOT stationary for eq. 7
+    w0, g0, th0, _ = fit_batchpsvm(X, d, Rs, nu=nu, theta=0.0, learn_theta=True, tol=1e-12, max_iter=5000,
+                                   weights=c, theta_penalty=0.0)
+    P0 = th0 * R + np.eye(X.shape[0])
+    r0 = P0 @ (X @ w0 - g0) - d
+    grad_t0 = nu * (R @ (X @ w0 - g0)) @ (c * r0) + th0
+    assert abs(grad_t0) > 1e-3 and abs(th0) > abs(th)
+    # and the system's own θ gradient agrees with the dense one
+    S = BatchPSVMSystem(X, d, Rs, nu, c)
+    assert S.theta_gradient(np.append(w, g), th) == pytest.approx(grad_t, abs=1e-8 * scale)
+    # eq. 7 is only bi-convex: check the learned θ against the profile min_z J_7(z, θ) on a grid
+    grid = np.linspace(-2.0, 4.0, 241)
+    prof = np.array([S.objective(S.solve(t), t, 1.0) for t in grid])
+    assert prof.min() >= res.objective * (1 - 1e-9)
 
 
 # ---------------------------------------------------------------- estimators / prediction
@@ -394,3 +466,59 @@ def test_csv_with_coordinate_columns(tmp_path):
     np.testing.assert_allclose(est.predict_instances(c), est.predict_instances(b.with_X(b.X)))
     with pytest.raises(InvalidDataError, match="coordinates"):
         BatchPSVMClassifier(theta=0.5).fit(milopt.load(str(path)))
+
+
+# ---------------------------------------------------------------- paper protocol (Section 5.2)
+def test_baselines_get_coordinates_appended(medium):
+    """SVM/PSVM baselines see the (standardised) coordinates as features; the batch methods do not."""
+    n, dim = medium.n_features, medium.coords.shape[1]
+    psvm = BatchPSVMClassifier(theta=0.0, nu=0.3).fit(medium)
+    assert psvm.coords_appended_ and psvm.coef_.shape == (n + dim,) and psvm.fit_info_["coords_appended"]
+    # equals a PSVM fitted by hand on [X, standardised coords]
+    Cs = (medium.coords - medium.coords.mean(0)) / medium.coords.std(0)
+    ref = BatchPSVMClassifier(theta=0.0, nu=0.3, append_coords=False).fit(medium.with_X(np.hstack([medium.X, Cs])))
+    np.testing.assert_allclose(psvm.coef_, ref.coef_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(psvm.predict_instances(medium),
+                               ref.predict_instances(medium.with_X(np.hstack([medium.X, Cs]))), rtol=1e-9, atol=1e-12)
+    # switched off, and never for a batch method (θ ≠ 0, learned θ, BatchProb)
+    assert BatchPSVMClassifier(theta=0.0, append_coords="false").fit(medium).coef_.shape == (n,)
+    for est in (BatchPSVMClassifier(theta=0.5), LearnedThetaBatchPSVM()):
+        assert est.fit(medium).coef_.shape == (n,) and not est.coords_appended_
+    # the 1-norm SVM LP baseline too
+    svm = BatchSVMClassifier(theta=0.0, nu=0.5).fit(medium)
+    assert svm.coef_.shape == (n + dim,)
+    # prediction needs the coordinates then; data without coordinates: nothing appended
+    nocoord = Bags(X=medium.X, bag_index=medium.bag_index, y=medium.y, instance_y=medium.instance_y)
+    with pytest.raises(InvalidDataError, match="coordinates"):
+        psvm.predict_instances(nocoord)
+    assert BatchPSVMClassifier(theta=0.0).fit(nocoord).coef_.shape == (n,)
+    with pytest.raises(InvalidDataError, match="coordinates"):
+        BatchPSVMClassifier(theta=0.0, append_coords=True).fit(nocoord)
+    with pytest.raises(InvalidParameterError, match="append_coords"):
+        BatchPSVMClassifier(theta=0.0, append_coords="maybe").fit(medium)
+
+
+def test_froc_per_patient_and_per_lesion(medium):
+    """Per-patient (image) FROC: a positive image counts as found when one of its positive candidates is marked."""
+    s = BatchPSVMClassifier(theta=0.5).fit(medium).predict_instances(medium)
+    img = froc_curve(medium, s, unit="image")
+    les = froc_curve(medium, s, unit="lesion")
+    n_pos_img = int(medium.y.sum())
+    assert img["detected"].iloc[-1] == n_pos_img
+    np.testing.assert_array_equal(img["false_marks_per_image"], les["false_marks_per_image"])
+    # brute force at a few thresholds
+    for t in np.quantile(s, [0.5, 0.9, 0.99]):
+        marked = (s >= t) & (medium.instance_y == 1)
+        found = np.unique(medium.bag_index[marked]).size
+        row = img[img.threshold <= t].iloc[0]
+        assert row["sensitivity"] == pytest.approx(found / n_pos_img)
+    # an image is found exactly when one of its lesions is: count the images of the detected lesions
+    lid = lesion_ids(medium)
+    pos = lid >= 0
+    _, first, inv = np.unique(lid[pos], return_index=True, return_inverse=True)
+    lesion_image = medium.bag_index[pos][first]
+    t = float(np.quantile(s, 0.95))
+    lmax = np.full(lesion_image.size, -np.inf)
+    np.maximum.at(lmax, inv, s[pos])
+    row = img[img.threshold <= t].iloc[0]
+    assert row["detected"] == np.unique(lesion_image[lmax >= t]).size

@@ -123,25 +123,31 @@ def _hand_table():
     df["objective"] = np.where(df["outcome"] == "ok", 1.0, np.nan)
     df["instance"] = df["problem"]
     df["run_id"] = [f"r{i}" for i in range(len(df))]
+    df["verified"] = np.where(df["outcome"] == "ok", "yes", "")
+    df["objective_recomputed"] = df["objective"]
     return df
 
 
 def test_performance_profile_hand_made():
     df = _hand_table()
     tm = time_matrix(df, "solve")
-    # D only has an unsupported run: not a contender; p4 lacks C: dropped
+    # D only has an unsupported run: not a contender; C was not given p4: it fails on it (the
+    # profile is over every problem, not only those every contender attempted)
     assert list(tm.columns) == ["A", "B", "C"]
-    assert list(tm.index) == ["p1", "p2", "p3"]
+    assert list(tm.index) == ["p1", "p2", "p3", "p4"]
     r = performance_ratios(tm)
     assert r.loc["p1"].tolist() == [1.0, 2.0, 4.0]
     assert r.loc["p2", "A"] == pytest.approx(2.0) and r.loc["p2", "B"] == 1.0 and np.isinf(r.loc["p2", "C"])
     assert np.isinf(r.loc["p3"]).all()  # nobody solved p3
+    assert r.loc["p4", "A"] == 1.0 and np.isinf(r.loc["p4", "C"])
     taus, prof = performance_profile(tm, [1, 2, 4, 8])
-    assert prof["A"].tolist() == pytest.approx([1 / 3, 2 / 3, 2 / 3, 2 / 3])
-    assert prof["B"].tolist() == pytest.approx([1 / 3, 2 / 3, 2 / 3, 2 / 3])
-    assert prof["C"].tolist() == pytest.approx([0, 0, 1 / 3, 1 / 3])
+    assert prof["A"].tolist() == pytest.approx([2 / 4, 3 / 4, 3 / 4, 3 / 4])
+    assert prof["B"].tolist() == pytest.approx([2 / 4, 3 / 4, 3 / 4, 3 / 4])
+    assert prof["C"].tolist() == pytest.approx([0, 0, 1 / 4, 1 / 4])
     taus, prof = performance_profile(tm)
-    assert taus[0] == 1.0 and prof.iloc[-1].max() <= 2 / 3 + 1e-12
+    assert taus[0] == 1.0 and prof.iloc[-1].max() <= 3 / 4 + 1e-12
+    # a suite instance nobody was given still counts as a problem
+    assert len(time_matrix(df, "solve", problems=["p1", "p5"])) == 5
 
 
 def test_summary_table_hand_made():
@@ -156,8 +162,17 @@ def test_summary_table_hand_made():
     assert s.loc["B", "mean_gap"] == pytest.approx(0.25)
     assert s.loc["C", "killed"] == 1 and s.loc["C", "mean_gap"] == pytest.approx((0 + 1 + 0.5) / 3)
     assert s.loc["D", "runs"] == 0 and s.loc["D", "unsupported"] == 1
-    assert s.loc["B", "sgm_ratio"] == pytest.approx(1.0)
-    assert s.loc["A", "sgm_ratio"] == pytest.approx(s.loc["A", "sgm_time"] / s.loc["B", "sgm_time"])
+    # virtual best: p1 by A (1 s), p2 by B (3 s), p3 unsolved (limit 10), p4 (1 s)
+    vb = s.loc["virtual best"]
+    assert vb["solved"] == 3 and vb["sgm_time"] == pytest.approx(shifted_geomean([1, 3, 10, 1]))
+    assert vb["sgm_ratio"] == pytest.approx(1.0)
+    # ratios over the common problems (p1..p3): A 1, 6, 10; virtual best 1, 3, 10
+    assert s.loc["A", "sgm_ratio"] == pytest.approx(s.loc["A", "sgm_common"] / vb["sgm_common"])
+    assert vb["sgm_common"] == pytest.approx(shifted_geomean([1, 3, 10]))
+    # common problems (given to A, B and C): p1..p3; all solved by every contender: p1 only
+    assert s.loc["A", "sgm_common"] == pytest.approx(shifted_geomean([1, 6, 10]))
+    assert s.loc["C", "sgm_all_solved"] == pytest.approx(shifted_geomean([4.0]))
+    assert s.loc["B", "sgm_all_solved"] == pytest.approx(shifted_geomean([2.0]))
 
 
 def test_fit_iteration_limit_is_solved_time_limit_is_not():
@@ -275,7 +290,8 @@ def test_report_cli_json(tiny, capsys):
     assert main(["report", str(out), "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     conts = {r["contender"]: r for r in rep["summary"]}
-    assert set(conts) == {"highs", "scip"} and all(r["solved"] == 4 for r in conts.values())
+    assert set(conts) == {"highs", "scip", "virtual best"} and all(r["solved"] == 4 for r in conts.values())
+    assert rep["failures"] == [] and rep["flags"] == []
     assert rep["profiles"]["solve"]["problems"] == 4
     assert rep["conflicts"] == []
 

@@ -1,4 +1,4 @@
-"""Cross-backend checks over the whole formulation catalogue (issue 3).
+"""Cross-backend checks over the whole formulation catalogue.
 
 For every formulation in ``milopt.models.available()`` (and the ``misvm-bigm`` variants
 ``norm=l1``, ``disjunction=sos1|indicator`` and their combinations), built on a tiny seeded data set with instance
@@ -92,7 +92,7 @@ def test_backends_agree(name, params):
     ref = next(iter(objs.values()))
     for s, v in objs.items():
         assert v == pytest.approx(ref, rel=REL, abs=ABS), objs
-    # the comparisons the issue asks for actually happened
+    # the intended comparisons actually happened
     if cls in ("LP", "QP"):
         assert {"highs", "ipopt", "scip"} <= set(results), set(results)
     if cls == "MILP" and not feats:
@@ -145,6 +145,8 @@ def test_export_reread_reaches_optimum(name, params, fmt, tmp_path):
     assert _scip_optimum(path) == pytest.approx(ref, rel=REL, abs=ABS)
     if "SOS" in feats or "INDICATOR" in feats:
         return  # HiGHS has no SOS or indicator constraints (documented in the module docstring)
+    if "QC" in cls:
+        return  # HiGHS reads no quadratic constraints (QCMATRIX sections); SCIP's re-read is the check
     assert _highs_optimum(path, m, cls) == pytest.approx(ref, rel=REL, abs=ABS)
 
 

@@ -109,6 +109,61 @@ def test_kent_yu_positive_rate_is_about_015():
     assert abs(b.instance_y.mean() - 0.15) < 0.02
 
 
+def _pooled(b, lab):
+    """Pooled sample points of the instances with label ``lab`` (n, 10)."""
+    S = b.samples.reshape(b.n_instances, -1, b.samples.shape[1])
+    return S[b.instance_y == lab].reshape(-1, b.samples.shape[1])
+
+
+def test_kent_yu_paper_variant_is_table_1():
+    """variant=paper (default): points i.i.d. from Table 1's distributions, no per-instance
+    random means or covariances."""
+    eq5 = np.full((5, 5), 0.5) + 0.5 * np.eye(5)
+    # scenario 2: positive (1,2) corr -0.5, negative (2,3) corr +0.5, everything else N(0, 1)
+    b = load("gen:kent-yu?scenario=2&bags=300&instances=3&samples=50&seed=0")
+    assert b.meta["variant"] == "paper"
+    Sp, Sn = _pooled(b, 1), _pooled(b, 0)
+    Cp, Cn = np.cov(Sp.T), np.cov(Sn.T)
+    Ep, En = np.eye(10), np.eye(10)
+    Ep[0, 1] = Ep[1, 0] = -0.5
+    En[1, 2] = En[2, 1] = 0.5
+    assert np.abs(Cp - Ep).max() < 0.06 and np.abs(Cn - En).max() < 0.04
+    assert np.abs(Sp.mean(0)).max() < 0.05 and np.abs(Sn.mean(0)).max() < 0.03
+    # no random means: the instance means scatter like sample means of 50 i.i.d. N(0, 1) points
+    assert np.var(b.X[b.instance_y == 0], axis=0).mean() == pytest.approx(1 / 50, rel=0.2)
+    # scenario 4: Σ_S4 on 1-5 for positives, on 6-10 for negatives
+    b = load("gen:kent-yu?scenario=4&bags=300&instances=3&samples=50&seed=1")
+    Cp, Cn = np.cov(_pooled(b, 1).T), np.cov(_pooled(b, 0).T)
+    assert np.abs(Cp[:5, :5] - eq5).max() < 0.08 and np.abs(Cp[5:, 5:] - np.eye(5)).max() < 0.08
+    assert np.abs(Cn[5:, 5:] - eq5).max() < 0.05 and np.abs(Cn[:5, :5] - np.eye(5)).max() < 0.05
+    # scenario 3: mean 0.2 on 1-5 for positives, 0 elsewhere; covariance I
+    b = load("gen:kent-yu?scenario=3&bags=400&instances=3&samples=50&seed=2")
+    Sp = _pooled(b, 1)
+    assert np.abs(Sp.mean(0)[:5] - 0.2).max() < 0.04 and np.abs(Sp.mean(0)[5:]).max() < 0.04
+    assert np.abs(np.cov(Sp.T) - np.eye(10)).max() < 0.06
+    # scenario 1: t with 3 df and scale 1/3 I -> covariance I on 1-5, heavy tails
+    b = load("gen:kent-yu?scenario=1&bags=400&instances=3&samples=50&seed=3")
+    Sp = _pooled(b, 1)
+    assert np.abs(np.diag(np.cov(Sp.T))[5:] - 1).max() < 0.06
+    assert np.median(np.abs(Sp[:, :5])) < np.median(np.abs(Sp[:, 5:])) - 0.1   # t(3)·sqrt(1/3) is narrower in the bulk
+
+
+def test_kent_yu_mildsvm_variant_keeps_the_r_generator():
+    b = load("gen:kent-yu?scenario=3&bags=400&instances=3&samples=50&seed=2&variant=mildsvm")
+    assert b.meta["variant"] == "mildsvm"
+    pos = b.instance_y == 1
+    d = b.X[pos].mean(0) - b.X[~pos].mean(0)
+    assert np.all(np.abs(d[:5] - 0.3) < 0.12)                         # the R code's 0.3
+    # random means N(0, 0.5²) per instance: instance means scatter with variance 0.25 + 1/50
+    assert np.var(b.X[~pos], axis=0).mean() == pytest.approx(0.25 + 1 / 50, rel=0.2)
+    with pytest.raises(InvalidParameterError, match="sd_of_mean"):
+        load("gen:kent-yu?scenario=3&sd_of_mean=0.5")
+    with pytest.raises(InvalidParameterError, match="variant"):
+        load("gen:kent-yu?scenario=3&variant=r")
+    b = load("gen:kent-yu?scenario=3&bags=400&instances=3&samples=50&seed=2&mean_shift=1.0")
+    assert np.abs(_pooled(b, 1).mean(0)[:5] - 1.0).max() < 0.05
+
+
 def test_digits_generator():
     b = load("gen:digits?bags=40&seed=3")
     assert b.n_features == 64 and b.instance_y is not None

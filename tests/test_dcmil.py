@@ -235,11 +235,58 @@ def test_dcpca_budget_and_result_fields():
     bags = random_bags(2, n_bags=30, d=4)
     r = alg.dcpca(bags, C=8.0, theta=0.0, max_fev=25)
     assert str(r.termination) == "iteration_limit" and r.ok
-    assert r.extra["nF"] <= 25 + 1
+    assert r.extra["nF"] <= 25
     assert r.solver == "dcpca" and r.problem_class == "native"
     d = r.to_dict()
     for key in ("nF", "nG1", "nG2", "serious", "null", "criticality", "cpu_seconds"):
         assert key in d["extra"]
+
+
+def test_dcpca_null_steps_and_bundle_restart_follow_algorithm_1():
+    """Algorithm 1 steps 13-18 and §4: a null step only once t‖d‖ ≤ η, keeping the centre and
+    adding one B1 element; the bundles restart only at a serious step (new stability centre)
+    whose bundle exceeds the threshold, never after a null step."""
+    bags = random_bags(11, n_bags=40, d=5)
+    size = 4
+    r = alg.dcpca(bags, C=4.0, theta=1e-3, eta=0.7, max_fev=400, bundle_size=size)
+    hs = [h for h in r.history if h.get("step") in ("serious", "null")]
+    nulls = [h for h in hs if h["step"] == "null"]
+    assert nulls and r.extra["restarts"] > 0
+    for h in nulls:
+        assert h["t"] * h["norm_d"] <= 0.7 + 1e-12 and h["f_new"] == h["f"]
+    seen_restarts = 0
+    for h0, h1 in zip(r.history, r.history[1:]):
+        if h0.get("step") == "null":          # B1 grows by one, B2 unchanged, no restart
+            assert "restart" not in h0
+            assert h1["bundle1"] == h0["bundle1"] + 1 and h1["bundle2"] == h0["bundle2"]
+        elif h0.get("step") == "serious":     # B2 grows by one; a bundle beyond the size restarts
+            assert h0["bundle2_new"] == h0["bundle2"] + 1 and h0["bundle1_new"] <= h0["bundle1"] + 1
+            for k in (1, 2):
+                if h0[f"bundle{k}_new"] > size:
+                    assert k in h0["restart"] and h1[f"bundle{k}"] == 1
+                else:
+                    assert k not in h0["restart"] and h1[f"bundle{k}"] == h0[f"bundle{k}_new"]
+            seen_restarts += 1 in h0["restart"]
+    assert seen_restarts == r.extra["restarts"]
+    # null steps may grow B1 beyond the threshold until the next serious step
+    assert r.extra["max_bundle"] > size
+    assert max(h["bundle1"] for h in r.history) == r.extra["max_bundle"]
+
+
+def test_dcpca_budget_auto_is_500_medium_200_large():
+    assert alg.resolve_budget("auto", 166) == 500 and alg.resolve_budget("auto", 66552) == 200
+    assert alg.resolve_budget("large", 5) == 200 and alg.resolve_budget("medium", 10**5) == 500
+    assert alg.resolve_budget("300", 5) == 300 and alg.resolve_budget(42, 5) == 42
+    for bad in ("lots", 0, -3, 2.5, True):
+        with pytest.raises(InvalidParameterError, match="max_fev"):
+            alg.resolve_budget(bad, 5)
+    rng = np.random.default_rng(0)
+    big = Bags.from_arrays([rng.normal(size=(2, alg.LARGE_FEATURES + 1)) for _ in range(6)],
+                           np.array([0, 1] * 3))
+    r = alg.dcpca(big, C=1.0, theta=0.0)
+    assert r.extra["max_fev"] == 200 and r.extra["nF"] <= 200
+    r = alg.dcpca(random_bags(2, n_bags=30, d=4), C=8.0, theta=0.0)
+    assert r.extra["max_fev"] == 500 and r.extra["nF"] <= 500
 
 
 def test_bad_parameters_raise_clear_errors():

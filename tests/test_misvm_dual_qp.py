@@ -48,7 +48,7 @@ def primal_qp(bags, witnesses, C, class_weight, slack):
 @pytest.mark.highs
 @pytest.mark.parametrize("slack", ["bag", "instance"])
 @pytest.mark.parametrize("class_weight", ["kent-yu", "none"])
-@pytest.mark.parametrize("form", ["factor", "dense"])
+@pytest.mark.parametrize("form", ["matrix", "factor", "dense"])
 def test_dual_optimum_equals_primal_optimum(slack, class_weight, form):
     b = tiny(1)
     wit = mod.default_witnesses(b, "first")

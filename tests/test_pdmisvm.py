@@ -239,3 +239,29 @@ def test_cli_runner_json_has_history():
     assert len(out["history"]) == 15 and out["train"]["iterations"] == 15
     assert out["train"]["termination"] == "iteration_limit"
     assert set(out["history"][0]) >= {"objective", "residual", "mu", "time"}
+
+
+# --------------------------------------------------------------------------- presets (paper, Section 4.1)
+def test_paper_presets_set_the_papers_settings():
+    B = gen(K=2, bags=40, features=6, seed=4)
+    e = PDMISVMClassifier(preset="paper-rbf", max_iter=400).fit(B)
+    assert e.fit_info_["params"] == {"variant": "kernel", "kernel": "rbf", "C": 1e-3, "mu": 1e-10, "tol": 1e-5,
+                                     "max_prox": "paper"}
+    assert e.result_.extra["mu0"] == 1e-10 and e.result_.extra["C"] == 1e-3 and e.result_.extra["tol"] == 1e-5
+    assert e.result_.extra["variant"] == "exact"          # the kernel variant runs the exact W update
+    assert e.dual_coef_ is not None and e.predict(B).shape == (B.n_bags,)
+    lin = PDMISVMClassifier(preset="paper-linear", max_iter=400).fit(B)
+    assert lin.fit_info_["params"]["variant"] == "inexact"
+    assert lin.result_.extra["variant"] == "inexact" and lin.result_.extra["C"] == 1e4
+    assert lin.result_.extra["mu0"] == 1e-8 and lin.result_.extra["tol"] == 1e-5
+    # a preset is the same as giving its keys by hand
+    h = PDMISVMClassifier(variant="inexact", C=1e4, mu=1e-8, tol=1e-5, max_prox="paper", max_iter=400).fit(B)
+    np.testing.assert_allclose(h.coef_, lin.coef_)
+    # CLI key, conflicts and unknown names
+    assert "preset" in get_method("pdmisvm").keys()
+    get_method("pdmisvm").make({"preset": "paper-linear", "C": 1e4})          # same value: accepted
+    with pytest.raises(InvalidParameterError, match="preset=paper-linear sets C"):
+        PDMISVMClassifier(preset="paper-linear", C=5.0).fit(B)
+    with pytest.raises(InvalidParameterError, match="preset: expected one of paper-rbf, paper-linear"):
+        PDMISVMClassifier(preset="paper").fit(B)
+    assert clone(PDMISVMClassifier(preset="paper-rbf")).get_params()["preset"] == "paper-rbf"

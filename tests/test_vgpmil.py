@@ -164,7 +164,7 @@ def digits():
 def test_elbo_never_decreases(digits, theta, H):
     tr, _ = digits
     post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, theta=theta, beta=1.0, H=H,
-                               max_iter=40, tol=0.0, random_state=0)
+                               max_iter=40, tol=0.0, emax="exact", random_state=0)
     elbo = np.array([h["elbo"] for h in res.history])
     assert elbo.size == 40
     assert np.all(np.diff(elbo) >= -1e-8 * np.abs(elbo[1:]).max()), np.diff(elbo).min()
@@ -175,11 +175,12 @@ def test_elbo_never_decreases(digits, theta, H):
 
 def test_damped_updates_converge_without_period_two_oscillation(digits):
     tr, _ = digits
-    post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, theta="pg", H=1e12, max_iter=300, tol=1e-7)
+    post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, theta="pg", H=1e12, max_iter=300, tol=1e-7,
+                               emax="exact")
     assert res.termination == milopt.solvers.Termination.OPTIMAL
     # one more run with one epoch more gives the same π (no odd/even dependence)
     post2, pi2, res2 = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, theta="pg", H=1e12,
-                                  max_iter=res.iterations + 1, tol=0.0)
+                                  max_iter=res.iterations + 1, tol=0.0, emax="exact")
     assert np.max(np.abs(pi2 - pi)) < 1e-2
 
 
@@ -291,13 +292,137 @@ def test_kernel_objective_gradient_matches_finite_differences():
     np.testing.assert_allclose(g, fd, rtol=1e-5)
 
 
-def test_elbo_kernel_learning_is_monotone(digits):
+def test_augmented_kernel_learning_is_monotone(digits):
     tr, _ = digits
     post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=20, theta="pg", max_iter=12, tol=0.0,
-                               learn_kernel=True, kernel_steps=3)
+                               emax="exact", learn_kernel=True, kernel_steps=3, kernel_bound="augmented")
     elbo = np.array([h["elbo"] for h in res.history])
     assert np.all(np.diff(elbo) >= -1e-8 * np.abs(elbo).max())
     assert (res.history[-1]["variance"], res.history[-1]["lengthscale"]) != (1.0, res.history[0]["lengthscale"])
+
+
+# ----------------------------------------------------------------------------- the kernel objective of eq. 29
+def _eq29_problem(N=40, M=6, seed=0):
+    from milopt.algorithms.vgpmil import _sqdist
+
+    rng = np.random.default_rng(seed)
+    X, Z = rng.normal(size=(N, 3)), rng.normal(size=(M, 3))
+    m = rng.normal(size=M)
+    Q = rng.normal(size=(M, M))
+    S = Q @ Q.T / M + 0.1 * np.eye(M)
+    a = rng.random(N) - 0.5
+    return _sqdist(X, Z), _sqdist(Z, Z), m, S, a
+
+
+@pytest.mark.parametrize("theta,alpha,beta", [("pg", 1.0, 1.0), ("gamma", 1.0, 1.0), ("gamma", 0.5, 2.5),
+                                              ("gamma", 1.0, 4.0)])
+@pytest.mark.parametrize("v,l", [(1.7, 2.3), (0.4, 0.7)])
+def test_eq29_gradient_matches_finite_differences(theta, alpha, beta, v, l):
+    from milopt.algorithms.vgpmil import elbo_objective, logz_proposal
+
+    Dxz, Dzz, m, S, a = _eq29_problem()
+    gsm = make_gsm(theta, alpha, beta)
+    smp = None if theta == "pg" else logz_proposal(Dxz, Dzz, v, l, gsm, 32, random_state=1)
+    x = np.log([v, l])
+    J, g = elbo_objective(x, Dxz, Dzz, m, S, a, gsm, smp)
+    h = 1e-5
+    fd = [(elbo_objective(x + h * e, Dxz, Dzz, m, S, a, gsm, smp)[0]
+           - elbo_objective(x - h * e, Dxz, Dzz, m, S, a, gsm, smp)[0]) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
+
+
+def test_eq29_log_z_is_exact_for_the_logistic_and_matches_brute_force_for_gamma():
+    from milopt.algorithms.vgpmil import _log_ratio, _sqdist, elbo_objective, logz_proposal
+
+    Dxz, Dzz, m, S, a = _eq29_problem()
+    J, g, parts = elbo_objective(np.log([1.0, 1.0]), Dxz, Dzz, m, S, a, make_gsm("pg"), return_parts=True)
+    assert parts["log_z"] == pytest.approx(40 * math.log(2.0))       # ψ = φ: Z = 2^N
+    # Gamma ψ: importance-sampled log Z against plain Monte Carlo from the sparse prior N(f)
+    rng = np.random.default_rng(0)
+    X, Z = rng.normal(size=(5, 2)), rng.normal(size=(3, 2))
+    v, l = 1.5, 1.2
+    gsm = make_gsm("gamma", 1.0, 1.0)
+    Dxz, Dzz = _sqdist(X, Z), _sqdist(Z, Z)
+    smp = logz_proposal(Dxz, Dzz, v, l, gsm, 4000, random_state=2)
+    parts = elbo_objective(np.log([v, l]), Dxz, Dzz, np.zeros(3), np.eye(3), np.zeros(5), gsm, smp,
+                           return_parts=True)[2]
+    K = rbf_kernel(Z, Z, v, l) + 1e-6 * v * np.eye(3)
+    Kxz = rbf_kernel(X, Z, v, l)
+    Q = Kxz @ np.linalg.solve(K, Kxz.T)
+    F = rng.multivariate_normal(np.zeros(5), Q + np.diag(v - np.diag(Q)), size=400_000)
+    lr = _log_ratio(gsm)[0](F).sum(1)
+    brute = 5 * math.log(2.0) + lr.max() + math.log(np.mean(np.exp(lr - lr.max())))
+    assert parts["log_z"] == pytest.approx(brute, abs=0.02)
+    assert parts["ess"] > 1000
+
+
+@pytest.mark.parametrize("theta", ["pg", "gamma"])
+def test_eq29_expected_log_psi_is_above_the_tangent_bound(theta):
+    """E_q[log ψ(f)] ≥ log ψ(c) − ½θ(c)(E f² − c²) for every c (log ψ(√t) is convex in t)."""
+    from milopt.algorithms.vgpmil import _gh_expect
+
+    rng = np.random.default_rng(3)
+    mu, var = rng.normal(size=50) * 3, rng.random(50) * 4 + 0.01
+    gsm = make_gsm(theta, 1.0, 1.0)
+    e = _gh_expect(gsm.log_psi, lambda f: -f * gsm.theta(f), mu, var)[0]
+    for c in [np.sqrt(mu * mu + var), np.full(50, 0.5), np.full(50, 5.0)]:
+        tangent = gsm.log_psi(c) - 0.5 * gsm.theta(c) * (mu * mu + var - c * c)
+        assert np.all(e >= tangent - 1e-10)
+    # and E[log ψ] by the rule agrees with Monte Carlo
+    f = mu[:5, None] + np.sqrt(var[:5, None]) * rng.standard_normal((5, 200_000))
+    np.testing.assert_allclose(e[:5], gsm.log_psi(f).mean(1), atol=0.02)
+
+
+def test_eq29_kernel_learning_raises_the_paper_objective(digits):
+    tr, _ = digits
+    post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=20, theta="gamma", max_iter=4, tol=0.0,
+                               learn_kernel=True, kernel_steps=3, logz_samples=32)
+    rec = [h for h in res.history if "kernel_objective" in h]
+    assert rec and all(np.isfinite(h["kernel_objective"]) and h["logz_ess"] >= 1.0 for h in rec)
+    assert (res.history[-1]["variance"], res.history[-1]["lengthscale"]) != (1.0, res.history[0]["lengthscale"])
+
+
+# ----------------------------------------------------------------------------- the π update rule and the start
+def test_max_others_brute_force():
+    from milopt.algorithms.vgpmil import max_others
+
+    rng = np.random.default_rng(0)
+    sizes = np.array([1, 2, 5, 3, 1, 4])
+    ptr = np.concatenate(([0], np.cumsum(sizes)))
+    pi = rng.random(ptr[-1])
+    pi[7] = pi[6]                                   # ties
+    want = [max([pi[j] for j in range(ptr[b], ptr[b + 1]) if j != n], default=0.0)
+            for b in range(sizes.size) for n in range(ptr[b], ptr[b + 1])]
+    np.testing.assert_array_equal(max_others(pi, ptr), want)
+
+
+@pytest.mark.parametrize("emax", ["max", "exact"])
+def test_run_to_convergence_reaches_a_fixed_point(digits, emax):
+    tr, _ = digits
+    post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, theta="pg", emax=emax, max_iter=400)
+    assert res.termination == milopt.solvers.Termination.OPTIMAL
+    assert res.history[-1]["max_dpi"] < 1e-3
+
+
+def test_random_start_of_algorithm_1_is_seeded(digits):
+    tr, _ = digits
+    a = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=20, pi_init="random", max_iter=3, tol=0.0, random_state=4)
+    b = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=20, pi_init="random", max_iter=3, tol=0.0, random_state=4)
+    np.testing.assert_array_equal(a[1], b[1])
+    with pytest.raises(InvalidParameterError, match="pi_init"):
+        fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=5, pi_init="zeros")
+    with pytest.raises(InvalidParameterError, match="emax"):
+        fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=5, emax="mean")
+
+
+def test_early_stopping_switch(digits):
+    tr, _ = digits
+    on = VGPMILClassifier(n_inducing=20, random_state=0).fit(tr)
+    off = VGPMILClassifier(n_inducing=20, random_state=0, early_stopping="false").fit(tr)
+    assert on.selection_ and not off.selection_
+    assert off.result_.termination == milopt.solvers.Termination.OPTIMAL
+    with pytest.raises(InvalidParameterError, match="early_stopping"):
+        VGPMILClassifier(n_inducing=5, early_stopping="maybe").fit(tr)
 
 
 from hypothesis import given, settings  # noqa: E402

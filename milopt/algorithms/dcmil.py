@@ -32,8 +32,8 @@ both convex, :math:`f = f_1 - f_2`.  One subgradient of each comes from the arg-
 :math:`g^{(1)} = (w, 0) + C\sum_{i \in P, h_i > 1}(x_{j_i}, 1) + C\sum_{i \in N, h_i > -1}(x_{j_i}, 1)`,
 :math:`g^{(2)} = C\sum_{i \in P}(x_{j_i}, 1)`.
 
-DCPCA (our reading; see docs/dcmil.md)
---------------------------------------
+DCPCA (Astorino et al., Algorithm 1 and §4; docs/dcmil.md)
+-----------------------------------------------------------
 Around a stability centre :math:`z` two bundles are kept,
 :math:`\mathcal B_1 = \{(g^{(1)}_i, \alpha^{(1)}_i)\}_{i\in I}` and
 :math:`\mathcal B_2 = \{(g^{(2)}_l, \alpha^{(2)}_l)\}_{l\in L}`, with linearisation errors
@@ -44,21 +44,34 @@ Around a stability centre :math:`z` two bundles are kept,
     \text{QP}(I):\ \min_{d, v}\ v + \tfrac12\lVert d\rVert^2\quad
     \text{s.t. } v \ge (g^{(1)}_i - g^{(2)})^\top d - \alpha^{(1)}_i,\ i \in I,
 
-with :math:`g^{(2)}` the subgradient of :math:`f_2` at the centre (:math:`\alpha^{(2)} = 0`);
-``b2="all"`` instead minimises the full DC piecewise-affine model by solving one QP per
-:math:`l \in L` (constraints shifted by :math:`+\alpha^{(2)}_l`) and keeping the best.  QP(I)
-is solved through its dual over the unit simplex,
+with :math:`g^{(2)}` the subgradient of :math:`f_2` at the centre (:math:`\alpha^{(2)} = 0`;
+the paper forces :math:`L(0)` to be this singleton); ``b2="all"`` (an option, not the paper's)
+instead minimises the difference of the two cutting-plane models,
+:math:`\max_i(g^{(1)\top}_i d - \alpha^{(1)}_i) - \max_l(g^{(2)\top}_l d - \alpha^{(2)}_l)
+= \min_l\max_i[\dots]` (an upper bound of eq. 10's :math:`\Gamma_k = \max_i\min_l[\dots]`), plus
+:math:`\tfrac12\lVert d\rVert^2`, by solving one QP per :math:`l \in L` (constraints shifted by
+:math:`+\alpha^{(2)}_l`) and keeping the best.  QP(I)
+is solved through its dual over the unit simplex (eqs. 11-12),
 :math:`\min_{\lambda\in\Delta}\ \tfrac12\lVert\sum_i\lambda_i a_i\rVert^2 + \sum_i\lambda_i\alpha_i`,
 :math:`a_i = g_i^{(1)} - g^{(2)}`, by an exact primal active-set method (:func:`simplex_qp`);
 :math:`\bar d = -\sum_i\lambda_i a_i` and :math:`\bar v = \max_i(a_i^\top\bar d - \alpha_i)`.
-Stop when :math:`|\bar v| \le \theta`.  Line search: :math:`t = 1`; if
-:math:`f(z + t\bar d) - f(z) \le m t \bar v` make a *serious step* (move the centre, update all
-linearisation errors, drop :math:`\mathcal B_1` entries with :math:`\alpha^{(1)} > \varepsilon`,
-add the new subgradients with :math:`\alpha = 0`); otherwise, while :math:`t\lVert\bar d\rVert > \eta`,
-reduce :math:`t \leftarrow \sigma t` and test again; when :math:`t\lVert\bar d\rVert \le \eta` make a
-*null step*: add :math:`(g^{(1)}(z + t\bar d), \alpha)` to :math:`\mathcal B_1`.  A bundle that
-reaches ``bundle_size`` (100) is restarted from the centre's subgradient.  The run also stops
-when the function-evaluation budget (500) is spent.
+
+Main iteration (Algorithm 1; step numbers in brackets): solve QP(I) [1]; stop when
+:math:`|\bar v| \le \theta` [2-3]; line search from :math:`t = 1` [5]: if
+:math:`f(z + t\bar d) - f(z) \le m t \bar v` [6] make a *serious step* [7-12] (move the centre,
+update all linearisation errors, drop :math:`\mathcal B_1` entries with
+:math:`\alpha^{(1)} > \varepsilon`, add the new subgradients with :math:`\alpha = 0`);
+otherwise, while :math:`t\lVert\bar d\rVert > \eta`, set :math:`t \leftarrow \sigma t` and test
+again [13-14]; once :math:`t\lVert\bar d\rVert \le \eta` make a *null step* [16-18]: add
+:math:`(g^{(1)}(z + t\bar d),\ f_1(z) - f_1(z + t\bar d) + t\,g^{(1)\top}_+\bar d)` to
+:math:`\mathcal B_1`, keep the centre.  §4: the bundle is restarted (to the subgradients at
+the centre) when its size exceeds ``bundle_size`` (100) *and* a new stability centre is
+obtained, i.e. only at a serious step (each bundle on its own size); null steps may grow
+:math:`\mathcal B_1` beyond the threshold until then.
+The run stops when the function-evaluation budget is spent (§4: 500 evaluations for the
+medium-size problems, 200 for the large ones; ``max_fev="auto"`` picks 200 for data with more
+than :data:`LARGE_FEATURES` features — the paper's large problems are the TST text sets with
+66,552 features, its medium ones have at most 230).
 """
 from __future__ import annotations
 
@@ -73,10 +86,36 @@ from milopt.errors import InvalidDataError, InvalidParameterError, positive_numb
 from milopt.segments import segment_argmax
 
 __all__ = ["DCMILObjective", "f", "f1", "f2", "subgradient_f1", "subgradient_f2", "starting_point",
-           "simplex_qp", "solve_direction", "dcpca", "dca", "DCPCA_DEFAULTS"]
+           "simplex_qp", "solve_direction", "dcpca", "dca", "DCPCA_DEFAULTS", "resolve_budget"]
 
 #: defaults of the paper (Astorino et al. 2019, Section 4)
-DCPCA_DEFAULTS = dict(theta=0.7, eta=0.7, m=0.01, sigma=0.01, eps=0.95, max_fev=500, bundle_size=100)
+DCPCA_DEFAULTS = dict(theta=0.7, eta=0.7, m=0.01, sigma=0.01, eps=0.95, max_fev="auto", bundle_size=100)
+#: function-evaluation budgets of §4 (medium-size and large-size problems)
+BUDGETS = {"medium": 500, "large": 200}
+#: ``max_fev="auto"``: the large-problem budget above this many features (the paper's large
+#: problems, TST1-TST10, have 66,552 features; its medium ones, Elephant/Fox/Tiger/MUSK, ≤ 230)
+LARGE_FEATURES = 10_000
+
+
+def resolve_budget(max_fev, n_features: int) -> int:
+    """The function-evaluation budget: an integer, 'medium' (500), 'large' (200) or 'auto'
+    (200 when ``n_features`` > :data:`LARGE_FEATURES`, else 500)."""
+    if isinstance(max_fev, str):
+        key = max_fev.strip().lower()
+        if key == "auto":
+            return BUDGETS["large"] if n_features > LARGE_FEATURES else BUDGETS["medium"]
+        if key in BUDGETS:
+            return BUDGETS[key]
+        try:
+            max_fev = int(key)
+        except ValueError:
+            raise InvalidParameterError(f"max_fev: expected a positive integer, 'auto', 'medium' (500) or "
+                                        f"'large' (200), got {max_fev!r}") from None
+    if isinstance(max_fev, bool) or not isinstance(max_fev, (int, np.integer, float)) or int(max_fev) != max_fev \
+            or int(max_fev) < 1:
+        raise InvalidParameterError(f"max_fev: expected a positive integer, 'auto', 'medium' (500) or 'large' (200), "
+                                    f"got {max_fev!r}")
+    return int(max_fev)
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,14 +434,12 @@ def _check_params(theta, eta, m, sigma, eps, max_fev, bundle_size):
                             ("sigma", sigma, 0.0, 1.0), ("eps", eps, 0.0, np.inf)):
         if not (lo < float(v) < hi or (name in ("theta",) and float(v) == 0.0)):
             raise InvalidParameterError(f"{name}: expected a value in ({lo}, {hi}), got {v}")
-    if int(max_fev) < 1:
-        raise InvalidParameterError(f"max_fev: expected a positive number of function evaluations, got {max_fev}")
     if int(bundle_size) < 2:
         raise InvalidParameterError(f"bundle_size: expected at least 2, got {bundle_size}")
 
 
 def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float = 0.7, m: float = 0.01,
-          sigma: float = 0.01, eps: float = 0.95, max_fev: int = 500, bundle_size: int = 100,
+          sigma: float = 0.01, eps: float = 0.95, max_fev="auto", bundle_size: int = 100,
           b2: str = "current", max_iter: int | None = None, history: bool = True, keep_bundle: bool = False):
     """Minimise the DC-MIL error function by DCPCA (module docstring).
 
@@ -418,13 +455,17 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
         Stopping tolerance on |v̄|, line-search length threshold for a null step, Armijo
         parameter, step reduction, B1 pruning threshold on linearisation errors (paper: 0.7, 0.7,
         0.01, 0.01, 0.95).
-    max_fev : int
-        Budget of function evaluations (paper: 500 for medium problems).
+    max_fev : int or {'auto', 'medium', 'large'}
+        Budget of function evaluations (paper §4: 500 for medium-size, 200 for large-size
+        problems; 'auto' chooses by the number of features, see :func:`resolve_budget`).
     bundle_size : int
-        Bundle size at which a bundle is restarted (paper: 100).
+        Bundle size threshold (paper: 100): when a serious step produces a new stability
+        centre and a bundle has more elements than this, that bundle restarts from the
+        centre's subgradient (§4); ``extra['restarts']`` counts the restarts of B1.
     b2 : {'current', 'all'}
         'current': QP(I) with the f2 subgradient at the centre (the paper's QP(I));
-        'all': one QP per element of B2, keep the best (the full DC piecewise-affine model).
+        'all': one QP per element of B2, keep the best (minimises the difference of the two
+        cutting-plane models; not the paper's).
     max_iter : int, optional
         Cap on main iterations (default: unlimited, the evaluation budget governs).
     history : bool
@@ -439,13 +480,14 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
         ``b``, ``nF``, ``nG1``, ``nG2``, ``serious``, ``null``, ``criticality`` (|v̄| of the last
         QP(I)), ``norm_d``, ``cpu_seconds``, ``restarts``.
     """
-    from milopt.solvers.result import SolutionStatus, SolveResult, Termination
+    from milopt.solvers.result import Termination, native
 
     _check_params(theta, eta, m, sigma, eps, max_fev, bundle_size)
     if b2 not in ("current", "all"):
         raise InvalidParameterError(f"b2: expected 'current' or 'all', got {b2!r}")
     cpu0, wall0 = time.process_time(), time.perf_counter()
     obj = DCMILObjective(bags, C)
+    max_fev = resolve_budget(max_fev, obj.n - 1)
     z = starting_point(bags) if z0 is None else np.asarray(z0, dtype=float).copy()
     if z.shape != (obj.n,):
         raise InvalidParameterError(f"z0: expected shape ({obj.n},), got {z.shape}")
@@ -456,6 +498,7 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
     G2, A2 = [g2], [0.0]
     f0 = ec.f
     serious = null = restarts = 0
+    max_bundle = 1
     hist = []
     term = Termination.ITERATION_LIMIT
     v = d = None
@@ -467,6 +510,7 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
             term = Termination.ITERATION_LIMIT
             break
         G1a, A1a = np.asarray(G1), np.asarray(A1)
+        # step 1: QP(I)
         if b2 == "current":
             x0 = lam_prev if lam_prev is not None and lam_prev.size == len(A1) else None
             d, v, lam, qinfo = solve_direction(G1a, A1a, G2[0], 0.0, x0=x0)
@@ -482,6 +526,7 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
         nd = float(np.linalg.norm(d))
         rec = {"iteration": it, "f": ec.f, "v": v, "norm_d": nd, "bundle1": len(G1), "bundle2": len(G2),
                "nF": obj.nF, "qp_iterations": qinfo["iterations"]}
+        # steps 2-3: stopping test
         if abs(v) <= theta:
             term = Termination.OPTIMAL
             rec["step"] = "stop"
@@ -492,37 +537,55 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
             rec["step"] = "budget"
             hist.append(rec)
             break
-        # line search
+        # steps 5-15: line search
         t = 1.0
         step = None
         while True:
             et = obj.evaluate(z + t * d)
-            if et.f - ec.f <= m * t * v:
+            if et.f - ec.f <= m * t * v:           # step 6: descent test
                 step = "serious"
                 break
-            if t * nd <= eta or obj.nF >= max_fev:
+            if t * nd <= eta:                       # step 13 fails: null step
                 step = "null"
                 break
-            t *= sigma
+            if obj.nF >= max_fev:                   # budget spent inside the line search
+                step = "budget"
+                break
+            t *= sigma                              # step 14
         rec["t"] = t
-        if step == "serious":
+        rec["step"] = step
+        if step == "budget":
+            term = Termination.ITERATION_LIMIT
+            hist.append(rec)
+            break
+        if step == "serious":                       # steps 7-12
             serious += 1
             dz = et.z - ec.z
-            # linearisation errors at the new centre
+            # step 9: linearisation errors at the new centre
             A1a = A1a + (et.f1 - ec.f1) - G1a @ dz
             A2a = np.asarray(A2) + (et.f2 - ec.f2) - np.asarray(G2) @ dz
             np.maximum(A1a, 0.0, out=A1a)
             np.maximum(A2a, 0.0, out=A2a)
             ec, z = et, et.z
-            gp1, gp2 = obj.subgradient1(ec), obj.subgradient2(ec)
-            keep = A1a <= eps
+            gp1, gp2 = obj.subgradient1(ec), obj.subgradient2(ec)      # step 8
+            keep = A1a <= eps                                           # step 10
             G1 = [gp1] + [g for g, k in zip(G1, keep) if k]
             A1 = [0.0] + A1a[keep].tolist()
-            # the centre's f2 subgradient first (QP(I) uses G2[0])
+            # step 11; the centre's f2 subgradient first (QP(I) uses G2[0])
             G2 = [gp2] + list(G2)
             A2 = [0.0] + A2a.tolist()
             lam_prev = None
-        else:
+            # §4: a bundle that exceeds its size is restarted when a new stability centre is obtained
+            rec["bundle1_new"], rec["bundle2_new"] = len(G1), len(G2)
+            rec["restart"] = []
+            if len(G1) > bundle_size:
+                G1, A1 = [gp1], [0.0]
+                rec["restart"].append(1)
+                restarts += 1
+            if len(G2) > bundle_size:
+                G2, A2 = [gp2], [0.0]
+                rec["restart"].append(2)
+        else:                                       # steps 16-18: null step at z + t d
             null += 1
             gp1 = obj.subgradient1(et)
             alpha = max(0.0, ec.f1 - et.f1 + t * float(gp1 @ d))
@@ -530,33 +593,20 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
             A1.append(alpha)
             if lam_prev is not None:
                 lam_prev = np.append(lam_prev, 0.0)
-        rec["step"] = step
+        max_bundle = max(max_bundle, len(G1))
         rec["f_new"] = ec.f
-        if len(G1) >= bundle_size:
-            G1, A1 = [obj.subgradient1(ec)], [0.0]
-            restarts += 1
-            lam_prev = None
-        if len(G2) >= bundle_size:
-            G2, A2 = [G2[0]], [0.0]
         if history:
             hist.append(rec)
-        if obj.nF >= max_fev and step == "null":
-            # budget spent inside the line search: report the centre
-            term = Termination.ITERATION_LIMIT
-            break
     cpu = time.process_time() - cpu0
     wall = time.perf_counter() - wall0
     extra = {"w": z[:-1].tolist(), "b": float(z[-1]), "nF": obj.nF, "nG1": obj.nG1, "nG2": obj.nG2,
              "serious": serious, "null": null, "restarts": restarts, "criticality": abs(v) if v is not None else None,
              "norm_d": float(np.linalg.norm(d)) if d is not None else None, "cpu_seconds": cpu, "f0": f0,
              "f1": ec.f1, "f2": ec.f2, "C": obj.C, "theta": theta, "eta": eta, "m": m, "sigma": sigma, "eps": eps,
-             "max_fev": int(max_fev), "bundle_size": int(bundle_size), "b2": b2}
+             "max_fev": int(max_fev), "bundle_size": int(bundle_size), "b2": b2, "max_bundle": max_bundle}
     if keep_bundle:
         extra["bundle"] = (np.asarray(G1), np.asarray(A1), np.asarray(G2[0]))
-    return SolveResult(solver="dcpca", termination=term,
-                       status=SolutionStatus.OPTIMAL if term == Termination.OPTIMAL else SolutionStatus.FEASIBLE,
-                       objective=ec.f, bound=None, wall_time=wall, iterations=it, problem_class="native",
-                       history=tuple(hist) if history else (), extra=extra, solver_version="milopt")
+    return native("dcpca", term, ec.f, wall, iterations=it, history=hist if history else (), extra=extra)
 
 
 # --------------------------------------------------------------------------------------------
@@ -578,9 +628,11 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
         solver="dca+<backend>", problem_class="native"; ``extra`` as :func:`dcpca` plus
         ``subproblems`` and ``solver_seconds``.
     """
-    from milopt.models import dcmil_dca as mod
+    from milopt import models
+
+    mod = models.get("dcmil-dca")
     from milopt.solvers import solve
-    from milopt.solvers.result import SolutionStatus, SolveResult, Termination
+    from milopt.solvers.result import Termination, native
 
     if int(max_iter) < 1:
         raise InvalidParameterError(f"max_iter: expected at least 1, got {max_iter}")
@@ -643,7 +695,4 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
              "C": obj.C, "backend": solver,
              "last_subproblem": None if last is None else {"termination": str(last.termination),
                                                              "objective": last.objective}}
-    return SolveResult(solver=f"dca+{solver}", termination=term,
-                       status=SolutionStatus.OPTIMAL if term == Termination.OPTIMAL else SolutionStatus.FEASIBLE,
-                       objective=ec.f, wall_time=wall, iterations=k, problem_class="native",
-                       history=tuple(hist), extra=extra, solver_version="milopt")
+    return native(f"dca+{solver}", term, ec.f, wall, iterations=k, history=hist, extra=extra)

@@ -47,28 +47,9 @@ def slack_costs(bags, C: float, class_weight="kent-yu"):
     proportional to the number of positive bags and of negative instances, as mildsvm and
     ``misvm_bigm``); ``balanced``: inverse frequencies of the two slack kinds; ``none``: C.
     """
-    if not (np.isfinite(C) and C > 0):
-        raise InvalidParameterError(f"C: expected a positive finite cost, got {C}")
-    pos = bags.y == 1
-    n_neg_inst = int(np.sum(~pos[bags.bag_index]))
-    n_pos = int(pos.sum())
-    # per-bag costs exactly as misvm_bigm.bag_costs (kept here to avoid importing pyomo)
-    if class_weight in (None, "none", "None", False):
-        costs_bag = np.full(bags.n_bags, float(C))
-    elif class_weight == "kent-yu":
-        costs_bag = np.where(pos, C, C * n_pos / max(n_neg_inst, 1))
-    elif class_weight == "balanced":
-        nb = bags.n_bags
-        costs_bag = np.where(pos, C * nb / (2 * max(n_pos, 1)), C * nb / (2 * max(nb - n_pos, 1)))
-    else:
-        raise InvalidParameterError(f"class_weight: expected 'kent-yu', 'balanced' or 'none', got {class_weight!r}")
-    if class_weight == "kent-yu":
-        c_inst = C * n_pos / max(n_neg_inst, 1)
-    elif class_weight == "balanced":
-        c_inst = C * (n_pos + n_neg_inst) / (2.0 * max(n_neg_inst, 1))
-    else:
-        c_inst = float(C)
-    return costs_bag, c_inst
+    from milopt.numerics import bag_costs, instance_cost
+
+    return bag_costs(bags, C, class_weight), instance_cost(bags, C, class_weight)
 
 
 def slack_structure(bags, C=1.0, class_weight="kent-yu", slack="bag"):
@@ -271,8 +252,11 @@ class _Subproblem:
         xi = np.zeros(self.caps.size)
         np.maximum.at(xi, self.groups, loss)
         P = 0.5 * norm2 + float(self.caps @ xi)
+        # weak duality: any feasible α gives D(α) = Σα − ½‖w‖² ≤ P(s)* ≤ P, so P − D bounds how far
+        # the inexact subproblem solution is above the subproblem's optimum
+        D = float(alpha[act].sum()) - 0.5 * norm2
         self.alpha = alpha
-        return alpha, b, f, P, norm2, {"iterations": its, "converged": conv}
+        return alpha, b, f, P, norm2, {"iterations": its, "converged": conv, "dual": D}
 
 
 def misvm_alternate(K, bags, C=1.0, class_weight="kent-yu", slack="bag", init="centroid", restarts=1, max_iter=50,
@@ -379,6 +363,7 @@ def _misvm_alternate(K, bags, C, class_weight, slack, init, restarts, max_iter, 
             new = np.where(keep, wit, new)
             changed = new != wit
             history.append({"start": r, "iteration": t, "objective": P, "mi_objective": Phi, "accepted": True,
+                            "dual": info["dual"], "gap": max(0.0, P - info["dual"]),
                             "changed": int(changed.sum()), "solver_iterations": info["iterations"],
                             "seconds": time.perf_counter() - t0})
             prev = {"objective": P, "alpha": alpha.copy(), "b": b, "witnesses": wit.copy()}

@@ -1,9 +1,9 @@
 r"""pdMISVM: the primal-dual multi-instance SVM solved by a multi-block ADMM.
 
 Paper: H. Seo, L. Brand, L. Saldana Barco, H. Wang, "Scaling multi-instance support vector
-machine to breast cancer detection on the BreaKHis dataset", *Bioinformatics* 38 (2022), after
-L. Brand, H. Seo, L. Saldana Barco, H. Wang, "A fast primal-dual multi-instance SVM for big data
-classifications", ICDM 2021.  Reference implementation: ``minds-mines/pdMISVM.jl``.
+machine to breast cancer detection on the BreaKHis dataset", *Bioinformatics* 38 (2022), i92 ff.
+(equation and section numbers below refer to it), after L. Brand, H. Seo, L. Saldana Barco,
+H. Wang, "A linear primal-dual multi-instance SVM for big data classifications", ICDM 2021.  Reference implementation: ``minds-mines/pdMISVM.jl``.
 
 Objective (eq. 1), ``K`` classes, bag :math:`X_i` (columns = instances), :math:`Y_{im} = +1`
 when bag ``i`` has class ``m`` and :math:`-1` otherwise:
@@ -52,7 +52,7 @@ import time
 import numpy as np
 
 from milopt.errors import InvalidDataError, InvalidParameterError
-from milopt.solvers.result import SolutionStatus, SolveResult, Termination
+from milopt.solvers.result import Termination, native
 
 VARIANTS = ("exact", "inexact")
 MAX_PROX = ("exact", "paper")
@@ -252,11 +252,9 @@ def _resolve_gamma(gamma, X):
 
 def kernel_matrix(A, B, kernel="rbf", gamma=1.0):
     """Linear ``A B'`` or RBF ``exp(-gamma ||a - b||^2)`` kernel matrix, shape (len(A), len(B))."""
-    if kernel == "linear":
-        return A @ B.T
-    from sklearn.metrics.pairwise import rbf_kernel
+    from milopt.features.kernels import kernel_matrix as _kernel_matrix
 
-    return rbf_kernel(A, B, gamma=gamma)
+    return _kernel_matrix(A, B, kernel, gamma)
 
 
 def kernel_features(X, kernel="rbf", gamma="auto", n_components=None, random_state=0, rel_tol=1e-10,
@@ -485,13 +483,8 @@ def pdmisvm_admm(X, ptr, y, K=None, *, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, t
         mu *= rho
     wall = time.perf_counter() - t0
     obj = history[-1]["objective"] if history else _objective_from_P(W, Pb, ptr, y, C)
-    ok = math.isfinite(obj) and term != Termination.ERROR
-    status = (SolutionStatus.OPTIMAL if term == Termination.OPTIMAL else SolutionStatus.FEASIBLE) if ok \
-        else SolutionStatus.NONE
-    result = SolveResult(
-        solver="pdmisvm-admm", termination=term, status=status, objective=obj, bound=None, gap=math.inf,
-        wall_time=wall, iterations=it, solver_version="milopt", problem_class="native",
-        history=tuple(history),
+    result = native(
+        "pdmisvm-admm", term, obj, wall, iterations=it, history=history,
         extra={"variant": variant, "max_prox": max_prox, "C": C, "mu0": p["mu"], "rho": rho, "tol": tol,
                "final_mu": mu, "residual": res, "setup_seconds": setup, "n_bags": N, "n_instances": n,
                "n_features": d, "n_classes": K, "max_prox_rounds": prox_rounds,

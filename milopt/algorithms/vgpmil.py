@@ -1,8 +1,15 @@
 r"""Sparse variational Gaussian-process MIL: VGPMIL and the ψ-VGPMIL family (G-VGPMIL).
 
-Model (Haußmann, Hamprecht & Kandemir, CVPR 2017; Castro-Macías, Morales-Álvarez, Wu, Molina &
-Katsaggelos, "Hyperbolic secant representation of the logistic function: application to
-probabilistic MIL for CT intracranial hemorrhage detection"):
+Papers: M. Haußmann, F. A. Hamprecht, M. Kandemir, "Variational Bayesian multiple instance
+learning with Gaussian processes", CVPR 2017 (VGPMIL, Jaakkola bound); F. M. Castro-Macías,
+P. Morales-Álvarez, Y. Wu, R. Molina, A. K. Katsaggelos, "Hyperbolic secant representation of the
+logistic function: application to probabilistic multiple instance learning for CT intracranial
+hemorrhage detection" (PG-VGPMIL, ψ-VGPMIL, G-VGPMIL). Equation numbers are those of the second
+paper. The Pólya-Gamma formulation of VGPMIL (PG-VGPMIL, §3) is Castro-Macías et al.'s; the
+Pólya-Gamma augmentation itself is Polson, Scott & Windle (2013), used for GP classification by
+Wenzel et al. (2019).
+
+Model (eqs. 2–4, 18):
 
 .. math::
 
@@ -11,23 +18,30 @@ probabilistic MIL for CT intracranial hemorrhage detection"):
     p(y_n \mid f_n) \propto e^{(y_n - 1/2) f_n}\,\psi(f_n),\quad
     p(T_b \mid y_b) = \frac{H^{G_b}}{H + 1},
 
-with :math:`G_b = T_b \max_{n\in b} y_n + (1 - T_b)(1 - \max_{n\in b} y_n)`, the RBF kernel
-:math:`k(x, x') = v\,\exp(-\lVert x - x'\rVert^2 / (2 l))` (``l`` is the *squared* length scale,
-the paper's parametrisation) and ψ a Gaussian scale mixture (GSM). ψ(f) = sech(f/2) gives the
-logistic likelihood (VGPMIL, Pólya-Gamma augmentation); ψ(f) = (1 + f²/(2β))^{-α} gives
-G-VGPMIL. Every GSM satisfies the tangent bound
-:math:`\log\psi(f) \ge \log\psi(c) - \tfrac12\theta(c)(f^2 - c^2)` with
-:math:`\theta(c) = -\psi'(c) / (c\,\psi(c))`, so with :math:`q(u)=\mathcal N(m, S)` and
-:math:`q(y_n) = \mathrm{Bernoulli}(\pi_n)` the evidence lower bound (eq. 29) is
+with :math:`G_b = T_b \max_{n\in b} y_n + (1 - T_b)(1 - \max_{n\in b} y_n)` and ψ a Gaussian
+scale mixture (GSM). ψ = φ, the hyperbolic secant density (eq. 15), gives the logistic likelihood
+(VGPMIL / PG-VGPMIL); ψ(f) ∝ (β + f²/2)^{-α} (eq. 38) gives G-VGPMIL. The kernel is the RBF
+:math:`k(x, x') = v\,\exp(-\lVert x - x'\rVert^2 / (2 l))`: the *squared* distance, so ``l`` is a
+squared length scale. (§2.2 of the paper prints the unsquared norm ‖x − x'‖, which would be the
+exponential kernel; the released ψ-VGPMIL code, like the VGPMIL code, uses the squared distance,
+the RBF the paper names.) The diagonal conditional of f given u is the mean-field/FITC choice; eq. 3
+writes the full K̃, which leaves every update below unchanged.
+
+Every GSM satisfies the tangent bound
+:math:`\log\psi(f) \ge \log\psi(c) - \tfrac12\theta(c)(f^2 - c^2)`,
+:math:`\theta(c) = -\psi'(c) / (c\,\psi(c))` (eq. 28; Appendix A, eqs. 63–67), which is what the
+augmented model with q(ω) optimises. With :math:`q(u)=\mathcal N(m, S)` and
+:math:`q(y_n) = \mathrm{Bernoulli}(\pi_n)` the augmented bound tracked per epoch is
 
 .. math::
 
     \mathcal L = \sum_n \Big[(\pi_n - \tfrac12)\mu_n - \tfrac12\theta(c_n)(\mu_n^2 + s_n^2)
     + \log\psi(c_n) + \tfrac12\theta(c_n)c_n^2\Big] - \mathrm{KL}(q(u)\,\|\,p(u))
-    + \sum_b \big(\log H\,\mathbb E[G_b] - \log(H+1)\big) + \sum_n \mathcal H(\pi_n),
+    + \sum_b \big(\log H\,\mathbb E[G_b] - \log(H+1)\big) + \sum_n \mathcal H(\pi_n) - \log Z,
 
-:math:`\mu_n = K_{nZ}K_{ZZ}^{-1}m`, :math:`s_n^2 = k_{nn} - Q_{nn} + K_{nZ}K_{ZZ}^{-1}SK_{ZZ}^{-1}K_{Zn}`.
-Coordinate ascent (Algorithm 1, eqs. 25–28):
+:math:`\mu_n = K_{nZ}K_{ZZ}^{-1}m`, :math:`s_n^2 = k_{nn} - Q_{nn} + K_{nZ}K_{ZZ}^{-1}SK_{ZZ}^{-1}K_{Zn}`
+(log Z = N log 2 for the logistic; for other ψ it is constant while the kernel is fixed and is
+left out of the tracked value). Coordinate ascent (Algorithm 1: eq. 28, 27, 26, 25 in that order):
 
 .. math::
 
@@ -35,8 +49,12 @@ Coordinate ascent (Algorithm 1, eqs. 25–28):
     S = (K_{ZZ}^{-1}K_{ZX}\Theta K_{XZ}K_{ZZ}^{-1} + K_{ZZ}^{-1})^{-1},\quad
     m = S K_{ZZ}^{-1}K_{ZX}(\pi - \tfrac12),
 
-    \pi_n = \sigma\big(\mu_n + \log H\,(2T_b - 1)\,(1 - \mathbb E[\max y_{b\setminus n}])\big),
-    \quad \mathbb E[\max y_{b\setminus n}] = 1 - \prod_{j\in b, j\ne n}(1 - \pi_j).
+    \pi_n = \sigma\big(\mu_n + \log H\,(2T_b - 1)\,(1 - \mathbb E[\max y_{b\setminus n}])\big).
+
+``emax='max'`` (default) takes :math:`\mathbb E[\max y_{b\setminus n}] \approx \max_{j\ne n}\pi_j`,
+as the released VGPMIL and ψ-VGPMIL code do; ``emax='exact'`` takes the expectation under the
+factorised q(y), :math:`1 - \prod_{j\in b, j\ne n}(1 - \pi_j)`. Kernel learning (Algorithm 1,
+line 8) maximises 𝒥(λ) of eq. 29 (:func:`elbo_objective`).
 
 Implementation notes
 --------------------
@@ -45,10 +63,12 @@ Implementation notes
   :math:`\tilde S^{-1} = I + B\Theta B^\top = RR^\top`, :math:`\tilde m = \tilde S B(\pi - \tfrac12)`.
   Only N×M and M×M arrays are formed; one iteration costs O(N M²); no explicit inverse.
   The prior variance term uses the actual :math:`k(x, x) = v`.
-* π update: the simultaneous (Jacobi) update of every π_n oscillates with period 2 in positive
-  bags when log H is large. The Jacobi proposal is an ascent direction of the π-block of the
-  ELBO, so it is taken with a backtracking step (1, ½, ¼, ...) that never lowers the ELBO:
-  every block update is monotone, and the iteration stops on the relative change of the ELBO.
+* π update, ``emax='max'``: the simultaneous (Jacobi) update of the released code oscillates with
+  period 2 in positive bags when log H is large (every π_n of the bag is pushed up, then every
+  one sees a positive neighbour and drops back). It is taken as a damped step
+  π ← π + ω(π' − π), ω = ``damping`` (½), which has the same fixed points and converges.
+* π update, ``emax='exact'``: the Jacobi proposal is an ascent direction of the π-block of the
+  ELBO, so it is taken with a backtracking step (1, ½, ¼, ...) that never lowers the ELBO.
 * Leave-one-out products :math:`\prod_{j\ne n}(1-\pi_j)` are computed from per-bag sums of
   :math:`\log(1-\pi_j)` and counts of exact zeros (no division by :math:`1-\pi_n`).
 """
@@ -63,10 +83,10 @@ from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.special import expit, log_expit, xlogy
 
 from milopt.errors import InvalidDataError, InvalidParameterError
-from milopt.segments import segment_max, segment_sum
-from milopt.solvers.result import SolutionStatus, SolveResult, Termination
+from milopt.segments import segment_argmax, segment_max, segment_sum
+from milopt.solvers.result import Termination, native
 
-__all__ = ["GSM", "make_gsm", "theta_pg", "theta_gamma", "theta_from_psi", "rbf_kernel", "expected_max_others",
+__all__ = ["GSM", "make_gsm", "theta_pg", "theta_gamma", "theta_from_psi", "rbf_kernel", "expected_max_others", "max_others",
            "loo_survival", "median_sq_distance", "inducing_points", "VGPMILPosterior", "fit_vgpmil", "bag_probabilities"]
 
 
@@ -146,14 +166,11 @@ def make_gsm(theta="pg", alpha=1.0, beta=2.5) -> GSM:
 # ---------------------------------------------------------------------------------------------
 def rbf_kernel(X, Y, variance=1.0, lengthscale=1.0):
     r""":math:`v\exp(-\lVert x-y\rVert^2/(2l))` between the rows of X (n, d) and Y (m, d) -> (n, m)."""
-    X = np.asarray(X, dtype=float)
-    Y = np.asarray(Y, dtype=float)
-    d2 = (X * X).sum(1)[:, None] + (Y * Y).sum(1)[None, :] - 2.0 * (X @ Y.T)
-    np.maximum(d2, 0.0, out=d2)
-    d2 *= -0.5 / lengthscale
-    np.exp(d2, out=d2)
-    d2 *= variance
-    return d2
+    from milopt.features.kernels import kernel_matrix
+
+    K = kernel_matrix(X, Y, "rbf", 0.5 / lengthscale)
+    K *= variance
+    return K
 
 
 def median_sq_distance(X, n_max=1000, random_state=0) -> float:
@@ -206,6 +223,24 @@ def expected_max_others(pi, ptr):
     with np.errstate(divide="ignore"):
         lq = np.log(np.where(zero, 1.0, q))
     return 1.0 - loo_survival(lq, zero, np.asarray(ptr))
+
+
+def max_others(pi, ptr):
+    r""":math:`\max_{j\in b, j\ne n}\pi_j` for every instance (0 for an instance alone in its bag).
+
+    The max-of-expectations stand-in for :math:`\mathbb E[\max y_{b\setminus n}]` used by the public
+    VGPMIL and ψ-VGPMIL code (``emax='max'``). Vectorised: per-bag largest and second largest."""
+    pi = np.asarray(pi, dtype=float)
+    ptr = np.asarray(ptr)
+    sizes = np.diff(ptr)
+    m1 = segment_max(pi, ptr)
+    top = segment_argmax(pi, ptr)
+    rest = pi.copy()
+    rest[top] = -np.inf
+    m2 = segment_max(rest, ptr)
+    out = np.repeat(m1, sizes)
+    out[top] = np.where(np.isfinite(m2), m2, 0.0)
+    return out
 
 
 def _log1mexp(a):
@@ -395,6 +430,15 @@ def _pi_update(pi, mu, T_inst, ptr, logH, T_bag, max_halvings=30):
     return pi, 0.0
 
 
+def _pi_update_max(pi, mu, T_inst, ptr, logH, damping):
+    """π update of eq. 25 with E[max y_{b∖n}] ≈ max_{j≠n} π_j, taken as a damped Jacobi step
+    π ← π + ω(π' − π) (ω = ``damping``; ω = 1 is the public code's plain update)."""
+    E = max_others(pi, ptr)
+    with np.errstate(invalid="ignore"):
+        prop = expit(mu + _scaled(logH, (2.0 * T_inst - 1.0) * (1.0 - E)))
+    return pi + damping * (prop - pi), damping
+
+
 def _check_inputs(X, ptr, y):
     X = np.asarray(X, dtype=float)
     ptr = np.asarray(ptr, dtype=np.int64)
@@ -416,30 +460,7 @@ def _sqdist(X, Y):
     return np.maximum(d2, 0.0)
 
 
-def kernel_objective(log_params, Dxz, Dzz, m, S, theta_n, a, jitter=1e-6):
-    r"""The kernel-dependent part of the ELBO (eq. 29) at fixed q(u) = N(m, S), c, π, and its gradient.
-
-    .. math::
-
-        F(v, l) = \sum_n \big[a_n\mu_n - \tfrac12\theta_n(\mu_n^2 + s_n^2)\big]
-        - \mathrm{KL}(\mathcal N(m, S)\,\|\,\mathcal N(0, K_{ZZ})),
-
-    μ = A m, A = K_XZ K_ZZ⁻¹, s² = v − diag(A K_ZX) + diag(A S Aᵀ), a = π − ½ (the log S and the
-    c-only terms are constants). Analytic gradient with respect to (log v, log l) through
-    dA = dK_XZ K⁻¹ − A dK_ZZ K⁻¹; O(N M²).
-
-    Parameters
-    ----------
-    log_params : (2,) array  (log v, log l)
-    Dxz : (N, M) squared distances between instances and inducing inputs
-    Dzz : (M, M) squared distances between inducing inputs
-    m : (M,), S : (M, M)  the (non-whitened) posterior of u
-    theta_n : (N,) θ(c_n);  a : (N,) π − ½
-
-    Returns
-    -------
-    F : float, grad : (2,) array  (dF/dlog v, dF/dlog l)
-    """
+def _kernel_parts(log_params, Dxz, Dzz, jitter):
     v, l = np.exp(log_params)
     Ex = np.exp(-Dxz / (2.0 * l))
     Ez = np.exp(-Dzz / (2.0 * l))
@@ -449,6 +470,40 @@ def kernel_objective(log_params, Dxz, Dzz, m, S, theta_n, a, jitter=1e-6):
     cf = cho_factor(K, lower=True, check_finite=False)
     Kinv = cho_solve(cf, np.eye(M), check_finite=False)
     A = Kxz @ Kinv
+    return v, l, Ez, Kxz, K, cf, Kinv, A
+
+
+def _kernel_chain(v, l, Dxz, Dzz, Ez, Kxz, K, Kinv, A, G_A, G_Kxz, G_K, dv):
+    r"""(dF/dlog v, dF/dlog l) from the partial gradients of F in A = K_XZ K_ZZ⁻¹, K_XZ, K_ZZ and k(x, x) = v.
+
+    dA = dK_XZ K⁻¹ − A dK_ZZ K⁻¹; K_ZZ carries the jitter ε v I, so dK_ZZ/dlog v = K_ZZ."""
+    G_Kxz = G_Kxz + G_A @ Kinv
+    G_K = G_K - (A.T @ G_A) @ Kinv
+    dF_dlogv = float(np.sum(G_Kxz * Kxz) + np.sum(G_K * K)) + float(dv) * v
+    dF_dlogl = float(np.sum(G_Kxz * (Kxz * Dxz)) + np.sum(G_K * (v * Ez * Dzz))) / (2.0 * l)
+    return np.array([dF_dlogv, dF_dlogl])
+
+
+def kernel_objective(log_params, Dxz, Dzz, m, S, theta_n, a, jitter=1e-6):
+    r"""The augmented bound at fixed q(ω) (tangent bound of log ψ at c_n) as a function of the kernel.
+
+    .. math::
+
+        F(v, l) = \sum_n \big[a_n\mu_n - \tfrac12\theta_n(\mu_n^2 + s_n^2)\big]
+        - \mathrm{KL}(\mathcal N(m, S)\,\|\,\mathcal N(0, K_{ZZ})),
+
+    μ = A m, A = K_XZ K_ZZ⁻¹, s² = v − diag(A K_ZX) + diag(A S Aᵀ), a = π − ½. This is the ELBO of
+    the model augmented with ω (Appendix A, eq. 42) at the current q(ω), a lower bound of eq. 29
+    *without* its −log Z term: exact for VGPMIL (ψ = φ, Z constant), not for G-VGPMIL, whose
+    log Z depends on (v, l). Kept as ``kernel_bound='augmented'``; the paper's objective is
+    :func:`elbo_objective`. Analytic gradient with respect to (log v, log l); O(N M²).
+
+    Returns
+    -------
+    F : float, grad : (2,) array  (dF/dlog v, dF/dlog l)
+    """
+    v, l, Ez, Kxz, K, cf, Kinv, A = _kernel_parts(log_params, Dxz, Dzz, jitter)
+    M = Dzz.shape[0]
     mu = A @ m
     AS = A @ S
     s2 = v - np.einsum("nm,nm->n", A, Kxz) + np.einsum("nm,nm->n", AS, A)
@@ -456,36 +511,216 @@ def kernel_objective(log_params, Dxz, Dzz, m, S, theta_n, a, jitter=1e-6):
     Kim = Kinv @ m
     kl = 0.5 * (float(np.sum(Kinv * S)) + float(m @ Kim) - M + logdetK)
     F = float(a @ mu - 0.5 * theta_n @ (mu * mu + s2)) - kl
-    G_A = np.outer(a - theta_n * mu, m) - theta_n[:, None] * AS
-    G_Kxz = G_A @ Kinv + theta_n[:, None] * A
-    TA = theta_n[:, None] * A
-    G_K = -(A.T @ G_A) @ Kinv - 0.5 * (A.T @ TA) + 0.5 * (Kinv @ S @ Kinv + np.outer(Kim, Kim) - Kinv)
-    dF_dlogv = float(np.sum(G_Kxz * Kxz) + np.sum(G_K * K)) - 0.5 * float(theta_n.sum()) * v
-    dF_dlogl = float(np.sum(G_Kxz * (Kxz * Dxz)) + np.sum(G_K * (v * Ez * Dzz))) / (2.0 * l)
-    return F, np.array([dF_dlogv, dF_dlogl])
+    gam, dlt = a - theta_n * mu, -0.5 * theta_n                  # dF/dμ, dF/ds²
+    G_A = np.outer(gam, m) + 2.0 * dlt[:, None] * AS
+    G_Kxz = -2.0 * dlt[:, None] * A
+    G_K = (A.T * dlt) @ A + 0.5 * (Kinv @ S @ Kinv + np.outer(Kim, Kim) - Kinv)
+    return F, _kernel_chain(v, l, Dxz, Dzz, Ez, Kxz, K, Kinv, A, G_A, G_Kxz, G_K, dlt.sum())
 
 
-def _learn_kernel(X, Z, m, S, theta_n, a, variance, lengthscale, jitter, steps, bounds):
-    """A few L-BFGS-B steps on (log v, log l) maximising :func:`kernel_objective` (never lowers it)."""
+# Gauss–Hermite nodes for E[g(f)], f ~ N(μ, σ²): f_k = μ + √2 σ t_k, weights w_k/√π (sum 1)
+_GHE_T, _GHE_W = np.polynomial.hermite.hermgauss(24)
+_GHE_W = _GHE_W / math.sqrt(math.pi)
+_GHE_LOGW = np.log(_GHE_W)
+
+
+def _gh_expect(g, dg, mu, var):
+    r"""E[g(f)], ∂/∂μ and ∂/∂σ² for f ~ N(μ, σ²) by 24-point Gauss–Hermite (exact derivatives of the rule)."""
+    s = np.sqrt(2.0 * np.maximum(var, 1e-300))
+    F = mu[..., None] + s[..., None] * _GHE_T
+    d = dg(F)
+    return g(F) @ _GHE_W, d @ _GHE_W, (d * _GHE_T) @ _GHE_W / s
+
+
+def _gh_log_expect(logr, dlogr, mu, var):
+    r"""log E[r(f)], ∂/∂μ and ∂/∂σ² for f ~ N(μ, σ²), by Gauss–Hermite in the log domain."""
+    s = np.sqrt(2.0 * np.maximum(var, 1e-300))
+    F = mu[..., None] + s[..., None] * _GHE_T
+    L = logr(F) + _GHE_LOGW
+    mx = L.max(-1, keepdims=True)
+    W = np.exp(L - mx)
+    tot = W.sum(-1, keepdims=True)
+    W /= tot
+    d = dlogr(F)
+    return (mx + np.log(tot))[..., 0], (W * d).sum(-1), (W * d * _GHE_T).sum(-1) / s
+
+
+def _log_ratio(gsm):
+    """log r = log ψ − log sech(f/2) = log ψ(f)/(2π φ(f)) and its derivative f (θ_PG(f) − θ(f)); r(0) = 1."""
+    def logr(f):
+        return gsm.log_psi(f) - _log_sech_half(f)
+
+    def dlogr(f):
+        return f * (theta_pg(f) - gsm.theta(f))
+    return logr, dlogr
+
+
+@dataclass(frozen=True)
+class LogZSamples:
+    r"""Frozen importance samples for the Monte Carlo estimate of log Z (eq. 20).
+
+    u_s = L C⁻ᵀ ε_s with ε_s ~ N(0, I), drawn at the kernel (v₀, l₀) where the proposal was built:
+    q(u) = N(0, L (C Cᵀ)⁻¹ Lᵀ), C Cᵀ = I + B D Bᵀ (B = L⁻¹K_ZX, D_n the curvature of
+    −log E[r(f_n)] at f = 0, floored at 0). ``U`` is (M, S) and ``log_q`` (S,) the proposal log density.
+    """
+
+    U: np.ndarray
+    log_q: np.ndarray
+
+
+def logz_proposal(Dxz, Dzz, variance, lengthscale, gsm, n_samples=64, jitter=1e-6, random_state=0):
+    """Draw :class:`LogZSamples` for :func:`elbo_objective` at the kernel (variance, lengthscale)."""
+    v, l = float(variance), float(lengthscale)
+    M = Dzz.shape[0]
+    Kzz = v * np.exp(-Dzz / (2.0 * l)) + jitter * v * np.eye(M)
+    L = np.linalg.cholesky(Kzz)
+    B = solve_triangular(L, (v * np.exp(-Dxz / (2.0 * l))).T, lower=True, check_finite=False)
+    d = np.maximum(v - (B * B).sum(0), 1e-12 * v)
+    logr, dlogr = _log_ratio(gsm)
+    h = 1e-2
+    g0 = _gh_log_expect(logr, dlogr, np.zeros_like(d), d)[0]
+    g1 = _gh_log_expect(logr, dlogr, np.full_like(d, h), d)[0]
+    D = np.maximum(-2.0 * (g1 - g0) / (h * h), 0.0)            # −g''(0) (g is even)
+    C = np.linalg.cholesky(np.eye(M) + (B * D) @ B.T)
+    eps = np.random.default_rng(random_state).standard_normal((M, int(n_samples)))
+    V = solve_triangular(C, eps, lower=True, trans="T", check_finite=False)
+    U = L @ V
+    log_q = (-0.5 * (eps * eps).sum(0) + np.log(np.diag(C)).sum() - np.log(np.diag(L)).sum()
+             - 0.5 * M * math.log(2.0 * math.pi))
+    return LogZSamples(U, log_q)
+
+
+def elbo_objective(log_params, Dxz, Dzz, m, S, a, gsm, samples=None, jitter=1e-6, return_parts=False):
+    r"""The kernel objective 𝒥(λ) of eq. 29 at fixed q(u) = N(m, S) and π, and its gradient.
+
+    .. math::
+
+        \mathcal J(v, l) = -\mathrm{KL}(q(u)\,\|\,p(u)) + (\pi - \tfrac12)^\top\mu
+        + \sum_n \mathbb E_{q(f_n)}[\log\psi(f_n)] - \log Z,
+
+    μ = A m, q(f_n) = N(μ_n, s_n²), s² = v − diag(A K_ZX) + diag(A S Aᵀ), A = K_XZ K_ZZ⁻¹.
+    ψ is taken with ψ(0) = 1: its normalising constant cancels between the third and the fourth
+    term. The third term is a 24-point Gauss–Hermite rule per instance (the paper uses Monte
+    Carlo). The normaliser (eq. 20), Z = π^{-N} ∫ N(f) ψ(f)/φ(f) df, is written
+    Z = 2^N E_{N(f)}[Π_n r(f_n)], r = ψ/(2πφ) = ψ(f) cosh(f/2). For VGPMIL (ψ = φ) r ≡ 1 and
+    log Z = N log 2 exactly. Otherwise, with the sparse prior N(f) (u ~ N(0, K_ZZ),
+    f_n | u ~ N(a_nᵀu, d_n) independent, d_n = v − Q_nn), the conditional expectation over f_n
+    given u is a Gauss–Hermite integral h_n(a_nᵀu) = E[r(f_n) | u], and the M-dimensional
+    integral over u is importance-sampled with the frozen ``samples`` (:func:`logz_proposal`):
+
+    .. math::
+
+        \log Z \approx N\log 2 + \log\frac1S\sum_s
+        \exp\Big(\log\mathcal N(u_s\mid 0, K_{ZZ}) - \log q(u_s) + \sum_n \log h_n(a_n^\top u_s)\Big).
+
+    With the samples held fixed the estimate is a smooth deterministic function of (v, l) and the
+    returned gradient is its exact gradient (checked against finite differences in the tests).
+    (The paper samples N(f) with random Fourier features; the sparse prior is sampled exactly here.)
+
+    Returns
+    -------
+    J : float, grad : (2,) (dJ/dlog v, dJ/dlog l)[, parts : dict with kl, fit, e_log_psi, log_z, ess]
+    """
+    v, l, Ez, Kxz, K, cf, Kinv, A = _kernel_parts(log_params, Dxz, Dzz, jitter)
+    N, M = Dxz.shape
+    mu = A @ m
+    AS = A @ S
+    Qnn = np.einsum("nm,nm->n", A, Kxz)
+    s2 = np.maximum(v - Qnn + np.einsum("nm,nm->n", AS, A), 1e-300)
+    logdetK = 2.0 * np.log(np.diag(cf[0])).sum()
+    Kim = Kinv @ m
+    sign, logdetS = np.linalg.slogdet(S)
+    kl = 0.5 * (float(np.sum(Kinv * S)) + float(m @ Kim) - M + logdetK - logdetS)
+    dlogpsi = lambda f: -f * gsm.theta(f)  # noqa: E731   (log ψ)' = ψ'/ψ = −f θ(f)
+    elp, elp_mu, elp_s2 = _gh_expect(gsm.log_psi, dlogpsi, mu, s2)
+    fit = float(a @ mu)
+    J = fit + float(elp.sum()) - kl
+    gam, dlt = a + elp_mu, elp_s2
+    G_A = np.outer(gam, m) + 2.0 * dlt[:, None] * AS
+    G_Kxz = -2.0 * dlt[:, None] * A
+    G_K = (A.T * dlt) @ A + 0.5 * (Kinv @ S @ Kinv + np.outer(Kim, Kim) - Kinv)
+    dv = float(dlt.sum())
+    log_z = N * math.log(2.0)
+    ess = float("nan")
+    if gsm.name != "pg":
+        if samples is None:
+            raise InvalidParameterError("elbo_objective: a non-logistic ψ needs importance samples for log Z "
+                                        "(see logz_proposal)")
+        U = samples.U
+        d = np.maximum(v - Qnn, 1e-12 * v)
+        logr, dlogr = _log_ratio(gsm)
+        KiU = Kinv @ U
+        ell = (-0.5 * np.einsum("ms,ms->s", U, KiU) - 0.5 * logdetK - 0.5 * M * math.log(2.0 * math.pi)
+               - samples.log_q)
+        MU = A @ U                                                 # (N, S) conditional means
+        Gv = np.empty_like(MU)
+        Gmu = np.empty_like(MU)
+        Gd = np.empty_like(MU)
+        for j in range(0, MU.shape[1], 8):                         # chunks of 8 samples: N×8×24 nodes
+            sl = slice(j, j + 8)
+            Gv[:, sl], Gmu[:, sl], Gd[:, sl] = _gh_log_expect(logr, dlogr, MU[:, sl], d[:, None])
+        ell = ell + Gv.sum(0)
+        mx = float(ell.max())
+        w = np.exp(ell - mx)
+        tot = float(w.sum())
+        w /= tot
+        log_z += mx + math.log(tot / ell.size)
+        ess = float(1.0 / np.sum(w * w))
+        # −log Z: gradients of the weighted log integrand, subtracted
+        G_A -= (Gmu * w) @ U.T
+        dbar = Gd @ w
+        G_Kxz -= -2.0 * dbar[:, None] * A
+        G_K -= (A.T * dbar) @ A + 0.5 * ((KiU * w) @ KiU.T - Kinv)
+        dv -= float(dbar.sum())
+    J -= log_z
+    grad = _kernel_chain(v, l, Dxz, Dzz, Ez, Kxz, K, Kinv, A, G_A, G_Kxz, G_K, dv)
+    if return_parts:
+        return J, grad, {"kl": kl, "fit": fit, "e_log_psi": float(elp.sum()), "log_z": log_z, "ess": ess}
+    return J, grad
+
+
+def _learn_kernel(X, Z, m, S, theta_n, a, variance, lengthscale, jitter, steps, bounds, gsm=None, bound="elbo",
+                  n_samples=64, random_state=0):
+    """A few L-BFGS-B steps on (log v, log l) maximising the kernel objective (never lowers it).
+
+    ``bound='elbo'``: :func:`elbo_objective` (eq. 29) with importance samples for log Z drawn at the
+    current kernel and frozen during the steps; ``'augmented'``: :func:`kernel_objective`.
+    Returns (variance, lengthscale, info) with info = {objective, ess}."""
     from scipy.optimize import minimize
 
     Dxz = _sqdist(X, Z)
     Dzz = _sqdist(Z, Z)
     x0 = np.log([variance, lengthscale])
-    f0, _ = kernel_objective(x0, Dxz, Dzz, m, S, theta_n, a, jitter)
+    if bound == "elbo":
+        samples = None if gsm.name == "pg" else logz_proposal(Dxz, Dzz, variance, lengthscale, gsm, n_samples,
+                                                               jitter, random_state)
+
+        def obj(x):
+            return elbo_objective(x, Dxz, Dzz, m, S, a, gsm, samples, jitter)
+    else:
+        def obj(x):
+            return kernel_objective(x, Dxz, Dzz, m, S, theta_n, a, jitter)
+    f0, _ = obj(x0)
 
     def fun(x):
         try:
-            F, g = kernel_objective(x, Dxz, Dzz, m, S, theta_n, a, jitter)
+            F, g = obj(x)
         except np.linalg.LinAlgError:
+            return np.inf, np.zeros(2)
+        if not np.isfinite(F):
             return np.inf, np.zeros(2)
         return -F, -g
 
     r = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": int(steps)})
+    info = {"kernel_objective": float(f0)}
+    if bound == "elbo" and gsm.name != "pg":
+        info["logz_ess"] = elbo_objective(r.x if np.isfinite(r.fun) else x0, Dxz, Dzz, m, S, a, gsm, samples,
+                                          jitter, return_parts=True)[2]["ess"]
     if np.isfinite(r.fun) and -r.fun >= f0:
         v, l = np.exp(r.x)
-        return float(v), float(l)
-    return float(variance), float(lengthscale)
+        info["kernel_objective"] = float(-r.fun)
+        return float(v), float(l), info
+    return float(variance), float(lengthscale), info
 
 
 def inducing_points(X, M, init="kmeans", random_state=0):
@@ -511,9 +746,10 @@ def inducing_points(X, M, init="kmeans", random_state=0):
 
 
 def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", variance=1.0, lengthscale=None,
-               H=1e12, theta="gamma", alpha=1.0, beta=1.0, max_iter=200, tol=1e-5, pi_steps=3, pi_init="label", warmup=0,
-               jitter=1e-6, validation=None, patience=10, bag_rule="max", learn_kernel=False, kernel_steps=5,
-               blas_threads=1, time_limit=None, random_state=0, verbose=False):
+               H=100.0, theta="gamma", alpha=1.0, beta=1.0, max_iter=200, tol=1e-5, pi_steps=3, pi_init="label", warmup=0,
+               emax="max", damping=0.5, jitter=1e-6, validation=None, patience=10, bag_rule="max", learn_kernel=False,
+               kernel_steps=5, kernel_bound="elbo", logz_samples=64, blas_threads=1, time_limit=None, random_state=0,
+               verbose=False):
     r"""Fit (Py-/G-)VGPMIL by coordinate ascent on the ELBO.
 
     Parameters
@@ -531,7 +767,7 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
     lengthscale : float, optional
         Squared length scale l of exp(-‖x - x'‖²/(2l)); default: the median squared distance.
     H : float
-        Bag-likelihood strength (> 1); ``np.inf`` forces E[G_b] = 1.
+        Bag-likelihood strength (> 1, eq. 4; the paper's 100 by default); ``np.inf`` forces E[G_b] = 1.
     theta : {'pg', 'gamma'} or GSM or (psi, dpsi)
     alpha, beta : float
         Parameters of the Gamma GSM.
@@ -541,8 +777,18 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
         Stop when the relative ELBO change is below ``tol``.
     pi_steps : int
         Monotone π block updates per epoch (each is a Jacobi proposal with backtracking).
-    pi_init : {'label', 'half'}
-        Initial π: the bag label (π_n = T_b) or ½ in positive bags and 0 in negative ones.
+    pi_init : {'label', 'half', 'random'}
+        Initial π: the bag label (π_n = T_b), ½ in positive bags and 0 in negative ones, or
+        U(0, 1) draws seeded by ``random_state`` (Algorithm 1, line 2). Algorithm 1 also draws m
+        and S at random; here they are not needed: the first epoch starts from θ at the prior
+        c_n = √v and computes q(u) from π (eqs. 27, 26).
+    emax : {'max', 'exact'}
+        E[max y_{b∖n}] in eq. 25: max_{j≠n} π_j (the released VGPMIL / ψ-VGPMIL code) or
+        1 − Π_{j≠n}(1 − π_j) (the expectation under the factorised q(y); monotone backtracking
+        steps on the ELBO, ``pi_steps`` per epoch).
+    damping : float
+        Step ω ∈ (0, 1] of the ``emax='max'`` update π ← π + ω(π' − π); ω = 1 (the released code)
+        oscillates with period 2.
     jitter : float
         Relative jitter added to K_ZZ's diagonal (times v) before its Cholesky factorisation.
     validation : tuple (X_val, ptr_val, y_val), optional
@@ -550,9 +796,13 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
     bag_rule : {'max', 'noisy-or'}
         Bag score used for the validation AUC: the largest instance probability, or 1 - Π(1 - p_n).
     learn_kernel : bool
-        After every epoch, ``kernel_steps`` L-BFGS-B steps on (log v, log l) maximising the ELBO
-        (eq. 29) at fixed q(u), c, π with analytic gradients (:func:`kernel_objective`); bounds
-        10⁻²–10² times the initial values. A step is kept only when it raises the ELBO.
+        Algorithm 1, line 8: after every epoch, ``kernel_steps`` L-BFGS-B steps on (log v, log l)
+        with analytic gradients at fixed q(u) and π; bounds 10⁻²–10² times the initial values.
+        A step is kept only when it raises the objective.
+    kernel_bound : {'elbo', 'augmented'}
+        The objective of that step: 𝒥(λ) of eq. 29 (:func:`elbo_objective`; −log Z by
+        importance sampling with ``logz_samples`` draws for ψ ≠ φ, redrawn every epoch, seeded),
+        or the augmented bound at fixed q(ω) (:func:`kernel_objective`, no log Z).
     time_limit : float, optional
         Seconds; the current posterior is returned with termination ``time_limit``.
     random_state : int
@@ -573,8 +823,9 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
     """
     kw = dict(Z=Z, n_inducing=n_inducing, inducing_init=inducing_init, variance=variance, lengthscale=lengthscale, H=H,
               theta=theta, alpha=alpha, beta=beta, max_iter=max_iter, tol=tol, pi_steps=pi_steps, pi_init=pi_init,
-              warmup=warmup, jitter=jitter, validation=validation, patience=patience, bag_rule=bag_rule,
-              learn_kernel=learn_kernel, kernel_steps=kernel_steps, time_limit=time_limit, random_state=random_state, verbose=verbose)
+              warmup=warmup, emax=emax, damping=damping, jitter=jitter, validation=validation, patience=patience,
+              bag_rule=bag_rule, learn_kernel=learn_kernel, kernel_steps=kernel_steps, kernel_bound=kernel_bound,
+              logz_samples=logz_samples, time_limit=time_limit, random_state=random_state, verbose=verbose)
     if blas_threads is None:
         return _fit_vgpmil(X, ptr, y, **kw)
     from threadpoolctl import threadpool_limits
@@ -584,8 +835,8 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
 
 
 def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscale, H, theta, alpha, beta, max_iter, tol,
-                pi_steps, pi_init, warmup, jitter, validation, patience, bag_rule, learn_kernel, kernel_steps, time_limit,
-                random_state, verbose):
+                pi_steps, pi_init, warmup, emax, damping, jitter, validation, patience, bag_rule, learn_kernel, kernel_steps,
+                kernel_bound, logz_samples, time_limit, random_state, verbose):
     t_start = time.perf_counter()
     X, ptr, y = _check_inputs(X, ptr, y)
     gsm = make_gsm(theta, alpha, beta)
@@ -617,12 +868,20 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
     bounds = [(math.log(variance) - 4.6, math.log(variance) + 4.6), (math.log(lengthscale) - 4.6,
                                                                    math.log(lengthscale) + 4.6)]
 
+    if emax not in ("max", "exact"):
+        raise InvalidParameterError(f"emax: expected 'max' or 'exact', got {emax!r}")
+    if not (0.0 < damping <= 1.0):
+        raise InvalidParameterError(f"damping: expected a value in (0, 1], got {damping}")
+    if kernel_bound not in ("elbo", "augmented"):
+        raise InvalidParameterError(f"kernel_bound: expected 'elbo' or 'augmented', got {kernel_bound!r}")
     if pi_init == "label":
         pi = T_inst.copy()
     elif pi_init == "half":
         pi = 0.5 * T_inst
+    elif pi_init == "random":                               # Algorithm 1, line 2: π_n ~ U(0, 1)
+        pi = np.random.default_rng(random_state).uniform(0.0, 1.0, X.shape[0])
     else:
-        raise InvalidParameterError(f"pi_init: expected 'label' or 'half', got {pi_init!r}")
+        raise InvalidParameterError(f"pi_init: expected 'label', 'half' or 'random', got {pi_init!r}")
     c = np.sqrt(np.full(X.shape[0], variance))              # prior E[f²] = v
     history = []
     best = None
@@ -648,8 +907,11 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
         dpi = 0.0
         step = 1.0
         in_warmup = it <= warmup_end
-        for _ in range(0 if in_warmup else max(1, pi_steps)):
-            new, step = _pi_update(pi, mu, T_inst, ptr, logH, y)
+        for _ in range(0 if in_warmup else (1 if emax == "max" else max(1, pi_steps))):
+            if emax == "max":
+                new, step = _pi_update_max(pi, mu, T_inst, ptr, logH, damping)
+            else:
+                new, step = _pi_update(pi, mu, T_inst, ptr, logH, y)
             dpi = max(dpi, float(np.max(np.abs(new - pi))))
             pi = new
         # ELBO (c tight: the θ terms cancel)
@@ -693,8 +955,10 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
             m_u = L @ mw
             W = L @ St
             S_u = W @ L.T
-            v_new, l_new = _learn_kernel(X, Z, m_u, 0.5 * (S_u + S_u.T), gsm.theta(c), pi - 0.5, variance,
-                                         lengthscale, jitter, kernel_steps, bounds)
+            v_new, l_new, kinfo = _learn_kernel(X, Z, m_u, 0.5 * (S_u + S_u.T), gsm.theta(c), pi - 0.5, variance,
+                                                lengthscale, jitter, kernel_steps, bounds, gsm, kernel_bound,
+                                                logz_samples, random_state + it)
+            rec.update(kinfo)
             if (v_new, l_new) != (variance, lengthscale):
                 variance, lengthscale = v_new, l_new
                 L, B, cond_var = kernel_factors(variance, lengthscale)
@@ -707,8 +971,6 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
         post, pi, best_it = best
         objective = history[best_it - 1]["elbo"]
         extra.update({"best_iteration": best_it, "val_auc": best_auc, "last_iteration_elbo": history[-1]["elbo"]})
-    status = SolutionStatus.OPTIMAL if termination == Termination.OPTIMAL else SolutionStatus.FEASIBLE
-    res = SolveResult(solver="vgpmil", termination=termination, status=status, objective=objective,
-                      wall_time=time.perf_counter() - t_start, iterations=it, problem_class="native",
-                      solver_version=f"milopt-vgpmil ({gsm.name})", history=tuple(history), extra=extra)
+    res = native("vgpmil", termination, objective, time.perf_counter() - t_start, iterations=it, history=history,
+                 extra=extra, version=f"milopt-vgpmil ({gsm.name})")
     return post, pi, res

@@ -14,7 +14,6 @@ import itertools
 import json
 import math
 import re
-import sys
 import tomllib
 import warnings
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from pathlib import Path
 from milopt.errors import InvalidParameterError
 
 TOP_KEYS = {"name", "description", "time_limit", "kill_after", "gap", "seeds", "folds", "data", "imports",
-            "isolation", "threads", "solvers", "solve", "fit", "jobs"}
+            "isolation", "threads", "solvers", "solve", "fit", "jobs", "suite", "suite_solvers"}
 SOLVE_KEYS = {"formulation", "solvers", "params", "data", "time_limit", "gap", "seeds", "kill_after"}
 FIT_KEYS = {"method", "params", "data", "time_limit", "folds", "seeds", "kill_after", "label"}
 SOLVER_KEYS = {"backend", "threads", "options"}
@@ -148,9 +147,13 @@ def validate(cfg: dict, where: str = "config") -> None:
                                         f"accepted: {sorted(SOLVER_KEYS)}")
         if "options" in s and not isinstance(s["options"], dict):
             raise InvalidParameterError(f"{where}: solvers.{name}.options must be a table of native options")
-    if not cfg.get("solve") and not cfg.get("fit"):
+    if "suite" in cfg and not isinstance(cfg["suite"], str):
+        raise InvalidParameterError(f"{where}: suite must be a library suite name (easy, hard, open, benchmark, all)")
+    if "suite_solvers" in cfg:
+        _str_list(cfg["suite_solvers"], "suite_solvers", where)
+    if not cfg.get("solve") and not cfg.get("fit") and not cfg.get("suite"):
         raise InvalidParameterError(f"{where}: nothing to run; add [[solve]] (formulation, solvers) "
-                                    "and/or [[fit]] (method) entries")
+                                    "and/or [[fit]] (method) entries, or suite = \"benchmark\"")
     for kind, keys, who in (("solve", SOLVE_KEYS, "formulation"), ("fit", FIT_KEYS, "method")):
         entries = cfg.get(kind, [])
         if not isinstance(entries, list):
@@ -267,27 +270,13 @@ def _resolve_imports(cfg: dict) -> tuple:
 
 def import_plugins(imports) -> None:
     """Import plugin modules (names or .py paths) so that their registrations take effect."""
-    import importlib
-    import importlib.util
+    from milopt.plugins import load
 
     for item in imports:
-        if item.endswith(".py"):
-            name = "milopt_bench_plugin_" + hashlib.sha1(item.encode()).hexdigest()[:10]
-            if name in sys.modules:
-                continue
-            spec = importlib.util.spec_from_file_location(name, item)
-            mod = importlib.util.module_from_spec(spec)
-            sys.modules[name] = mod
-            try:
-                spec.loader.exec_module(mod)
-            except Exception:
-                sys.modules.pop(name, None)
-                raise
-        else:
-            try:
-                importlib.import_module(item)
-            except ModuleNotFoundError as exc:
-                raise InvalidParameterError(f"imports: module {item!r} not found ({exc})") from None
+        try:
+            load(item)
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(f"imports: {exc}") from None
 
 
 def expand(cfg: dict, *, warn=True) -> list[Run]:
@@ -357,6 +346,8 @@ def expand(cfg: dict, *, warn=True) -> list[Run]:
                                 "backend": backend, "options": options, "threads": threads, "time_limit": tl,
                                 "gap": gap, "seed": seed}
                         runs.append(Run(spec, s, kill_for(e, tl), imports, iso, run_id(spec)))
+    if cfg.get("suite"):
+        runs += suite_runs(cfg, say, imports, iso, kill_for, inst, known_backends, solver_cfg, top_threads)
     for e in cfg.get("fit", []):
         m = e["method"]
         if m not in meths:
@@ -389,3 +380,50 @@ def expand(cfg: dict, *, warn=True) -> list[Run]:
             seen[r.run_id] = r
             uniq.append(r)
     return uniq
+
+
+#: default relative gap of library-suite runs (Mittelmann's MIQP benchmarks use 1e-4)
+SUITE_GAP = 1e-4
+#: default per-run time limit of library-suite runs (seconds)
+SUITE_TIME_LIMIT = 60.0
+
+
+def suite_runs(cfg, say, imports, iso, kill_for, inst, known_backends, solver_cfg, top_threads) -> list:
+    """Runs of ``cfg['suite']``: every catalogue instance of the suite x every solver that
+    handles its class (``suite_solvers``, default every installed backend; ``scip-native``
+    only where the instance has indicator constraints), gap ``SUITE_GAP`` unless ``gap`` is set."""
+    from milopt.bench.library import suite
+    from milopt.models import available
+    from milopt.runner import expected_class
+    from milopt.solvers import get_backend
+
+    forms = available()
+    names = cfg.get("suite_solvers")
+    if names is None:
+        names = sorted(solver_cfg) if solver_cfg else sorted(inst)
+    tl = float(cfg.get("time_limit", SUITE_TIME_LIMIT))
+    gap = cfg.get("gap", SUITE_GAP)
+    runs = []
+    for li in suite(cfg["suite"]):
+        if li.formulation not in forms:
+            say(f"bench: library instance {li.name}: formulation {li.formulation!r} is not available here; skipped")
+            continue
+        cls = li.problem_class or (expected_class(forms[li.formulation], li.params) or ("", ()))[0]
+        feats = set(li.features)
+        for s in names:
+            sc = solver_cfg.get(s, {})
+            backend = sc.get("backend", s)
+            if backend not in known_backends or backend not in inst:
+                continue
+            if backend == "scip-native" and "INDICATOR" not in feats and "scip-native" not in (cfg.get("suite_solvers") or ()):
+                continue
+            b = get_backend(backend)
+            classes = set(getattr(b, "classes", ()))
+            if cls and (cls not in classes or not feats <= classes):
+                continue
+            spec = {"kind": "solve", "formulation": li.formulation, "data": li.data, "params": dict(li.params),
+                    "solver": s, "backend": backend, "options": dict(sc.get("options", {})),
+                    "threads": sc.get("threads", top_threads), "time_limit": tl, "gap": gap, "seed": 0,
+                    "instance": li.name}
+            runs.append(Run(spec, s, kill_for({}, tl), imports, iso, run_id(spec)))
+    return runs

@@ -41,6 +41,7 @@ COLUMNS = [
     "problem_class", "sense", "objective", "bound", "gap", "time", "wall_time", "build_seconds", "run_seconds",
     "iterations", "nodes", "variables", "binaries", "integers", "constraints", "nonzeros", "bag_accuracy",
     "bag_auc", "bag_f1", "bag_balanced_accuracy", "fit_seconds", "extra", "error", "host", "finished_at",
+    "gap_limit", "verified", "max_violation", "objective_recomputed", "verify_note",
 ]
 
 OUTCOMES = ("ok", "killed", "error", "unsupported")
@@ -50,6 +51,18 @@ _FIT_STANDARD = {"bag_accuracy", "bag_auc", "bag_f1", "bag_balanced_accuracy", "
 
 _CTX = None
 _CTX_LOCK = threading.Lock()
+#: process ids of the runs in flight (each leads its own process group)
+_LIVE: set = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_running() -> int:
+    """Kill the process group of every run in flight (an interrupted bench); returns how many."""
+    with _LIVE_LOCK:
+        pids = list(_LIVE)
+    for pid in pids:
+        _kill_group(pid)
+    return len(pids)
 
 
 def _forkserver():
@@ -128,16 +141,21 @@ def _run_isolated(task: dict) -> dict:
 
             p = _forkserver().Process(target=child_main, args=(task, result_path, log_path), daemon=False)
             p.start()
-            p.join(limit)
-            if p.is_alive():
-                killed = True
-                _kill_group(p.pid)
-                p.join(10)
-            exitcode = p.exitcode
+            with _LIVE_LOCK:
+                _LIVE.add(p.pid)
             try:
-                p.close()
-            except ValueError:  # pragma: no cover - still running after SIGKILL (should not happen)
-                pass
+                p.join(limit)
+                if p.is_alive():
+                    killed = True
+                    _kill_group(p.pid)
+                    p.join(10)
+            finally:
+                with _LIVE_LOCK:
+                    _LIVE.discard(p.pid)
+            exitcode = p.exitcode
+            # no p.close(): multiprocessing's exit handler iterates over its children while this
+            # thread runs; a Process closed under it raised "ValueError: process object is closed"
+            # (an interrupted bench).  The finished child is reaped by multiprocessing itself.
         else:
             task_path = os.path.join(tmp, "task.json")
             with open(task_path, "w") as fh:
@@ -147,12 +165,17 @@ def _run_isolated(task: dict) -> dict:
                 proc = subprocess.Popen([sys.executable, "-m", "milopt.bench.worker", task_path, result_path],
                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                         start_new_session=True, env=env)
+                with _LIVE_LOCK:
+                    _LIVE.add(proc.pid)
                 try:
                     proc.wait(limit)
                 except subprocess.TimeoutExpired:
                     killed = True
                     _kill_group(proc.pid)
                     proc.wait()
+                finally:
+                    with _LIVE_LOCK:
+                        _LIVE.discard(proc.pid)
             exitcode = proc.returncode
         run_seconds = time.monotonic() - t0
         payload = None
@@ -203,7 +226,8 @@ def make_row(task: dict, result: dict | None, outcome: str, error: str, run_seco
                finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     extra = {}
     if kind == "solve":
-        inst = instance_name(spec["formulation"], spec["data"], params)
+        inst = spec.get("instance") or instance_name(spec["formulation"], spec["data"], params)
+        row.update(gap_limit=spec.get("gap"))
         row.update(formulation=spec["formulation"], solver=spec["solver"], backend=spec.get("backend"),
                    solver_options=json.dumps(spec.get("options") or {}, sort_keys=True),
                    threads=spec.get("threads"), instance=inst, problem=f"{inst}#s{spec.get('seed', 0)}")
@@ -225,6 +249,16 @@ def make_row(task: dict, result: dict | None, outcome: str, error: str, run_seco
             ex = result.get("extra") or {}
             if isinstance(ex, dict) and ex.get("error"):
                 extra["solver_error"] = str(ex["error"])[:300]
+            ver = result.get("verification")
+            if isinstance(ver, dict):
+                row.update(verified="yes" if ver.get("verified") else "no",
+                           max_violation=_num(ver.get("max_violation")),
+                           objective_recomputed=_num(ver.get("objective_recomputed")),
+                           verify_note=str(ver.get("reason") or "")[:300])
+            if result.get("run_time") is not None:
+                extra["run_time"] = _num(result.get("run_time"))
+            if result.get("trajectory"):
+                extra["trajectory"] = result["trajectory"]
     else:
         ds = slug(spec["data"])
         row.update(method=spec["method"], folds=spec.get("folds"), fold=spec.get("fold"),

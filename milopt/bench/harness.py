@@ -137,7 +137,7 @@ class Progress:
 
 
 def run_bench(config=None, out="bench-out", *, jobs: int | None = None, scheduler=None, resume: bool = False,
-              progress: bool = True, stream=None, max_runs: int | None = None) -> dict:
+              progress: bool = True, stream=None, max_runs: int | None = None, select=None) -> dict:
     """Run a bench.
 
     Parameters
@@ -156,6 +156,8 @@ def run_bench(config=None, out="bench-out", *, jobs: int | None = None, schedule
         table is an error (nothing is overwritten).
     max_runs : int, optional
         Execute at most this many of the remaining runs (testing / partial benches).
+    select : callable, optional
+        Keep only the runs ``r`` (:class:`~milopt.bench.config.Run`) with ``select(r)`` true.
 
     Returns
     -------
@@ -166,6 +168,10 @@ def run_bench(config=None, out="bench-out", *, jobs: int | None = None, schedule
     if scheduler is None:
         warm_up(cfg.get("isolation", "auto"))  # fork server imports in parallel with the expansion
     runs = expand(cfg)
+    if select is not None:
+        runs = [r for r in runs if select(r)]
+        if not runs:
+            raise InvalidParameterError("bench: no run left after the selection")
     store = RunStore(out)
     if store.exists() and not resume:
         raise InvalidParameterError(f"{store.path} already holds results; pass --resume to continue that bench "
@@ -202,6 +208,12 @@ def _run(cfg, runs, store, lock, *, jobs, scheduler, resume, progress, stream, m
         (store.folder / "config.toml").write_text(cfg["_text"])
     meta = {"name": cfg.get("name", ""), "config": cfg.get("_path"), "runs": [r.run_id for r in runs],
             "time_limit": cfg.get("time_limit")}
+    if cfg.get("suite"):
+        from milopt.bench.config import SUITE_GAP, SUITE_TIME_LIMIT
+        from milopt.bench.library import suite
+
+        meta.update(suite=cfg["suite"], instances=[i.name for i in suite(cfg["suite"])],
+                    gap=cfg.get("gap", SUITE_GAP), time_limit=cfg.get("time_limit", SUITE_TIME_LIMIT))
     (store.folder / "bench.json").write_text(json.dumps(meta, indent=1))
     remaining = [r for r in runs if r.run_id not in done]
     skipped = len(runs) - len(remaining)
@@ -213,8 +225,16 @@ def _run(cfg, runs, store, lock, *, jobs, scheduler, resume, progress, stream, m
         jobs = int(cfg.get("jobs", 1))
     it = iter_dask(tasks, scheduler) if scheduler is not None else iter_local(tasks, jobs)
     t0 = time.monotonic()
-    for row in it:
-        store.append(row)
-        prog.update(row)
+    try:
+        for row in it:
+            store.append(row)
+            prog.update(row)
+    except BaseException:
+        # Ctrl-C (or any failure of the bench itself): end the runs in flight now, so that the
+        # process exits at once instead of waiting for them in multiprocessing's exit handler
+        from milopt.bench.execute import kill_running
+
+        kill_running()
+        raise
     return {"total": len(runs), "skipped": skipped, "executed": prog.done, "failures": prog.failures,
             "seconds": time.monotonic() - t0, "out": str(store.folder), "table": str(store.path)}

@@ -31,11 +31,96 @@ def execute(spec: dict) -> dict:
             kw["threads"] = int(spec["threads"])
         if spec.get("options"):
             kw["options"] = dict(spec["options"])
-        return runner.run_solve(spec["formulation"], spec["data"], spec.get("backend", spec["solver"]), **kw)
+        return solve_verified(spec, **kw)
     if spec["kind"] == "fit":
         return runner.run_fit(spec["method"], spec["data"], params=dict(spec.get("params") or {}),
                               cv=int(spec["folds"]), seed=int(spec.get("seed", 0)), fold=int(spec["fold"]))
     raise ValueError(f"unknown run kind {spec.get('kind')!r}")
+
+
+def scip_trajectory(log: str, limit: int = 400) -> list:
+    """``[[seconds, dual bound, primal bound], ...]`` from the display lines of a SCIP log
+    (primal None before the first incumbent); at most ``limit`` points (evenly thinned, the
+    last kept)."""
+    import re
+
+    cols, out = None, []
+    for line in (log or "").splitlines():
+        if "|" not in line:
+            continue
+        raw = line.split("|")
+        parts = [p.strip() for p in raw]
+        if parts[0].endswith("time") and "dualbound" in parts:
+            cols = {name: k for k, name in enumerate(parts)}
+            continue
+        if cols is None or len(parts) != len(cols):
+            continue
+        # the time column is right-aligned in a field of 5+ characters, optionally after the
+        # heuristic's letter ("t 0.1s", "  12.3s"); a line broken where the captured log was
+        # cut into chunks ("0s|...") is skipped, and so is any point that goes back in time
+        m = re.match(r"^[A-Za-z*]?\s*(\d+(?:\.\d+)?)s$", raw[0])
+        if not m or len(raw[0]) < 5 or (out and float(m.group(1)) < out[-1][0]):
+            continue
+
+        def num(txt):
+            try:
+                return float(txt)
+            except ValueError:
+                return None
+
+        out.append([float(m.group(1)), num(parts[cols["dualbound"]]), num(parts[cols["primalbound"]])])
+    if len(out) > limit:
+        keep = sorted(set(int(round(k)) for k in [i * (len(out) - 1) / (limit - 1) for i in range(limit)]))
+        out = [out[k] for k in keep]
+    return out
+
+
+def solve_verified(spec: dict, *, time_limit=None, gap=None, params=None, seed=0, threads=None, options=None) -> dict:
+    """Build the run's model, solve it within the run's time limit, verify the answer.
+
+    The time limit bounds build and solve together: the solver receives what is left of it
+    after the build.  The returned dict is :func:`milopt.runner.run_solve`'s (``SolveResult``
+    fields, model size, data, build seconds, sense) plus ``verification``
+    (:func:`milopt.bench.verify.verify_model`), ``run_time`` (build + solve seconds) and,
+    for SCIP on integer problems, ``trajectory`` (dual and primal bound over time, from SCIP's
+    display lines; the log is written with ``display/freq = 50``).
+    """
+    import time
+
+    from milopt.bench.verify import verify_model
+    from milopt.runner import build_formulation, data_info, objective_sense
+    from milopt.solvers import classify, model_size, solve
+
+    t0 = time.perf_counter()
+    backend = spec.get("backend", spec["solver"])
+    model, bags, typed, build_s = build_formulation(spec["formulation"], spec["data"], params)
+    cls, _feats = classify(model)
+    size = model_size(model)
+    # a formulation that computed a start while building (misvm-bigm warm_start) hands it on
+    warm = bool(getattr(model, "_milopt_start", False))
+    remaining, expired = None, None
+    if time_limit is not None:
+        from milopt.solvers.budget import remaining_or_expired
+
+        remaining, expired = remaining_or_expired(float(time_limit), t0, backend)
+    opts = dict(options or {})
+    trace = backend == "scip" and cls.startswith("MI")
+    if trace:
+        opts.setdefault("display/freq", 50)
+    res = expired if expired is not None else solve(model, backend, time_limit=remaining, mip_gap=gap, threads=threads,
+                                                    verbose=trace, options=opts, warm_start=warm)
+    out = res.to_dict(log=False)
+    out.update({"formulation": spec["formulation"], "params": typed, "model_size": size, "data": data_info(bags),
+                "build_seconds": build_s, "sense": objective_sense(model),
+                "run_time": time.perf_counter() - t0, "solver_time_limit": remaining, "warm_start": warm})
+    if trace:
+        out["trajectory"] = scip_trajectory(res.log)
+    if res.ok:
+        try:
+            out["verification"] = verify_model(model, res.objective)
+        except Exception as exc:  # noqa: BLE001 - the run still has its result; the report says why
+            out["verification"] = {"verified": False, "reason": f"verification failed: {type(exc).__name__}: {exc}"}
+    return out
 
 
 def _die_with_parent(expected_ppid: int) -> None:

@@ -25,6 +25,14 @@ import numpy as np
 from milopt.errors import InvalidDataError
 
 
+def _is_float(v) -> bool:
+    try:
+        float(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
 def _as_float_matrix(X, name="X") -> np.ndarray:
     try:
         A = np.asarray(X, dtype=np.float64)
@@ -39,6 +47,15 @@ def _as_float_matrix(X, name="X") -> np.ndarray:
     return A
 
 
+def _plain(v):
+    """Plain Python value(s) for messages: 1 rather than np.int64(1), a list rather than array([...])."""
+    if isinstance(v, np.ndarray):
+        return [_plain(x) for x in v.tolist()]
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v.item() if isinstance(v, np.generic) else v
+
+
 def normalise_labels(y, name="y") -> np.ndarray:
     """Map bag labels to integers: {-1, 1} and {0, 1} become {0, 1}; other integer classes kept.
 
@@ -49,12 +66,16 @@ def normalise_labels(y, name="y") -> np.ndarray:
         try:
             arr = arr.astype(np.float64)
         except ValueError:
-            raise InvalidDataError(f"{name}: labels must be numeric (0/1, -1/1 or class ids), got {arr[:5]!r}") from None
+            bad = [v for v in _plain(arr.ravel()) if not _is_float(v)][:5]
+            raise InvalidDataError(f"{name}: labels must be numeric (0/1, -1/1 or class ids), got {bad}") from None
     arr = np.asarray(arr, dtype=np.float64).ravel()
     if arr.size and not np.all(np.isfinite(arr)):
         raise InvalidDataError(f"{name}: labels contain NaN or infinite values; every bag needs a label")
     if arr.size and not np.all(arr == np.round(arr)):
-        raise InvalidDataError(f"{name}: labels must be integers (0/1, -1/1 or class ids 0..K-1), got {np.unique(arr)[:6]}")
+        raise InvalidDataError(f"{name}: labels must be integers (0/1, -1/1 or class ids 0..K-1), got "
+                               f"{_plain(np.unique(arr)[:6])}")
+    if arr.size and np.max(np.abs(arr)) >= 2 ** 31:
+        raise InvalidDataError(f"{name}: labels must be 0/1, -1/1 or small class ids, got {_plain(np.max(np.abs(arr)))}")
     out = arr.astype(np.int64)
     vals = set(np.unique(out).tolist())
     if vals <= {-1, 1} and -1 in vals:
@@ -333,14 +354,14 @@ class Bags:
             mixed = np.flatnonzero(lo != hi)
             if mixed.size:
                 raise InvalidDataError(
-                    f"bag {names[mixed[0]]!r} has instances with different bag labels ({lo[mixed[0]]} and "
+                    f"bag {_plain(names[mixed[0]])!r} has instances with different bag labels ({lo[mixed[0]]} and "
                     f"{hi[mixed[0]]}); every instance row must repeat its bag's label")
             y = lo
         elif bag_labels is not None:
             try:
                 y = np.array([bag_labels[n] for n in names])
             except KeyError as exc:
-                raise InvalidDataError(f"bag_labels: no label for bag {exc}") from None
+                raise InvalidDataError(f"bag_labels: no label for bag {_plain(exc.args[0])!r}") from None
         else:
             raise InvalidDataError("give bag labels: a per-instance label column or a bag_labels mapping")
         return cls(X=X[perm], bag_index=bi[perm], y=y,
@@ -381,12 +402,31 @@ class Bags:
             coords=None if not coord_cols else df[coord_cols].to_numpy(dtype=np.float64), name=name)
 
     def to_frame(self):
-        """Long pandas frame (bag_id, label, f0..f{d-1}[, instance_label])."""
+        """Long pandas frame, one row per instance: ``label, bag_id[, coord0..], f0..f{d-1}[, instance_label]``.
+
+        The columns are in the order of the headerless MIL CSV (label, bag id, features), and
+        :func:`milopt.load` reads the frame back (by column name), as it reads
+        :meth:`to_csv`'s file: ``load(bags.to_frame())`` gives the same bags.
+        """
         import pandas as pd
 
-        df = pd.DataFrame(self.X, columns=[f"f{k}" for k in range(self.n_features)])
-        df.insert(0, "label", self.y[self.bag_index])
-        df.insert(0, "bag_id", self.bag_names[self.bag_index])
+        cols = {"label": self.y[self.bag_index], "bag_id": self.bag_names[self.bag_index]}
+        if self.coords is not None:
+            for k in range(self.coords.shape[1]):
+                cols[f"coord{k}"] = self.coords[:, k]
+        for k in range(self.n_features):
+            cols[f"f{k}"] = self.X[:, k]
         if self.instance_y is not None:
-            df["instance_label"] = self.instance_y
-        return df
+            cols["instance_label"] = self.instance_y
+        return pd.DataFrame(cols)
+
+    def to_csv(self, path, *, header: bool = True) -> None:
+        """Write the bags as a MIL CSV (``.gz`` compresses): with ``header=True`` the columns of
+        :meth:`to_frame` under a header row; with ``header=False`` the headerless layout
+        ``label, bag_id, features...`` (coordinates, if any, as the first feature columns: read
+        back with ``coords=K``; instance labels are then not written).  Floats are written
+        with full precision, so :func:`milopt.load` returns the same numbers."""
+        df = self.to_frame()
+        if not header and "instance_label" in df:
+            df = df.drop(columns="instance_label")
+        df.to_csv(path, header=header, index=False, float_format=None)

@@ -1,7 +1,8 @@
 r"""A seeded generator of CAD-like batch data (``gen:cad``).
 
 Computer-aided detection (CAD) produces, for every image (a *batch*, stored as a bag), a set
-of candidate locations with a feature vector each.  The real data of Vural et al. (JMLR 2009)
+of candidate locations with a feature vector each.  The real data of Vural et al., "Using local
+dependencies within batches to improve large margin classifiers" (JMLR 2009, Section 5.3)
 are not public; this generator has the structure their batch methods exploit.
 
 Per image (``images`` of them), in a field :math:`[0, L]^{dim}` (``extent`` L, ``dim`` 2 or 3):

@@ -1,29 +1,36 @@
 """Seeded generators of MIL data.
 
 ``kent_yu``
-    The four simulation scenarios of Kent & Yu ("Non-convex SVM for multiple instance
-    learning with distributional instances", Table 1), following their data generator
-    ``mildsvm::generate_mild_df`` and the scenario settings of their simulation code
-    (repository ``skent259/mildsvm-sims``, ``sim/dataset-parameters.R``).  Each bag has
-    ``instances`` distributional instances; each instance is a sample of ``samples`` points
-    in ``features`` = 10 dimensions.  Instance labels are Bernoulli(``p_positive`` = 0.15),
-    the bag label is their maximum.  Every instance first draws its own mean
-    (N(prior mean, ``sd_of_mean``² = 0.5²) per coordinate) and, where the scenario says so,
-    its own covariance (Wishart with expectation the prior covariance); its points are then
-    i.i.d. from that distribution.  Coordinates outside the class's "important" set follow
-    the remainder distribution N(mean ~ N(0, 0.5²), I).
+    The four simulation scenarios of S. Kent and M. Yu, "Non-convex SVM for cancer diagnosis
+    based on morphologic features of tumor microenvironment" (§3.1, Table 1).  Each bag
+    (top-level group) has ``instances`` distributional instances; each instance is a sample of
+    ``samples`` points in ``features`` = 10 dimensions.  Instance labels are i.i.d.
+    Bernoulli(``p_positive`` = 0.15); the bag label is their maximum (Assumption 2.1).
 
-    1. ``t`` (tail difference): coordinates 1-5; positive instances multivariate Student-t,
-       3 degrees of freedom, covariance I; negative instances normal, covariance I.
-    2. ``cov`` (covariance difference): positive instances: coordinates 1-2 with prior
-       covariance [[1, -0.5], [-0.5, 1]]; negative: coordinates 2-3 with [[1, 0.5], [0.5, 1]];
-       covariances sampled per instance (Wishart, df 2 for the important block, 8 for the
-       remainder).
-    3. ``mean`` (mean difference): coordinates 1-5, prior mean 0.3 for positive instances and
-       0 for negative ones, covariance I.
-    4. ``largecov`` (alias ``block``; correlation-block difference): positive instances have
-       the equicorrelated covariance 0.5 I + 0.5 11ᵀ on coordinates 1-5, negative instances on
-       coordinates 6-10; covariances sampled per instance (Wishart, df 5).
+    ``variant="paper"`` (default) is Table 1 exactly: the points of an instance are i.i.d. from
+    the distribution of its label, the "differing components" below on the listed coordinates
+    and the "remaining components" (every other coordinate) i.i.d. N(0, 1):
+
+    1. ``t`` (Student t vs. normal): coordinates 1-5 ~ MVT(ν = 3, 0, ⅓ I₅) (covariance
+       ν/(ν-2)·⅓ I = I) for positive instances, MVN(0, I₅) for negative ones.
+    2. ``cov`` (covariance differences): positive: coordinates (1, 2) ~ MVN(0, [[1, -0.5],
+       [-0.5, 1]]); negative: coordinates (2, 3) ~ MVN(0, [[1, 0.5], [0.5, 1]]).
+    3. ``mean`` (mean differences): coordinates 1-5 ~ MVN(0.2·1, I₅) for positive instances,
+       MVN(0, I₅) for negative ones.
+    4. ``largecov`` (alias ``block``; large covariance differences): positive: coordinates
+       1-5 ~ MVN(0, Σ_S4); negative: coordinates 6-10 ~ MVN(0, Σ_S4), Σ_S4 = 0.5 I + 0.5 11ᵀ.
+
+    ``variant="mildsvm"`` is the generator of the authors' R package and simulation code
+    (``mildsvm::generate_mild_df`` with the settings of ``mildsvm-sims``), which Table 1 does
+    not describe: every instance first draws its own mean, N(prior mean, ``sd_of_mean``² =
+    0.5²) per coordinate (remaining coordinates included), and in scenarios 2 and 4 its own
+    covariance (Wishart with expectation the prior covariance: df 2 for the differing block
+    and 8 for the remainder in scenario 2, df 5 in scenario 4); scenario 3's positive mean is
+    0.3 there.  ``mean_shift`` overrides scenario 3's positive mean in either variant.
+
+    If no bag (or every bag) comes out positive, one instance is relabelled so that both
+    classes are present (bag labels stay the maximum of the instance labels); with the
+    paper's sizes this has probability below 1e-4.
 
     The instance matrix ``X`` holds the sample means; ``samples`` keeps every point.
 
@@ -42,6 +49,7 @@ from milopt.errors import InvalidParameterError
 
 KENT_YU_SCENARIOS = {1: "t", 2: "cov", 3: "mean", 4: "largecov",
                      "t": "t", "cov": "cov", "mean": "mean", "largecov": "largecov", "block": "largecov"}
+KENT_YU_VARIANTS = ("paper", "mildsvm")
 
 
 def _check_pos_int(name, value, minimum=1):
@@ -57,8 +65,13 @@ def _wishart_sqrt(rng, n, scale, df):
 
 
 def _draw(rng, n_inst, samples, dim, mean, sd_of_mean, cov=None, wishart_df=None, t_df=None):
-    """Samples (n_inst, samples, dim) of instance distributions as generate_mild_df."""
-    mu = mean + sd_of_mean * rng.standard_normal((n_inst, 1, dim))
+    """Samples (n_inst, samples, dim) of instance distributions.
+
+    Location ``mean`` (+ a per-instance N(0, sd_of_mean²) offset per coordinate when
+    ``sd_of_mean`` > 0); covariance ``cov`` (per instance Wishart(df)/df around it when
+    ``wishart_df``); multivariate t with ``t_df`` degrees of freedom and covariance ``cov``
+    (scale matrix cov·(ν-2)/ν) when ``t_df``."""
+    mu = mean + (sd_of_mean * rng.standard_normal((n_inst, 1, dim)) if sd_of_mean > 0 else 0.0)
     Z = rng.standard_normal((n_inst, samples, dim if wishart_df is None else int(wishart_df)))
     if wishart_df is not None:                      # per-instance covariance A Aᵀ
         A = _wishart_sqrt(rng, n_inst, cov, wishart_df)
@@ -71,25 +84,35 @@ def _draw(rng, n_inst, samples, dim, mean, sd_of_mean, cov=None, wishart_df=None
     return mu + Z
 
 
-def kent_yu(scenario=1, bags=50, instances=3, samples=50, features=10, p_positive=0.15, sd_of_mean=0.5,
-            seed=0) -> Bags:
+def kent_yu(scenario=1, bags=50, instances=3, samples=50, features=10, p_positive=0.15, variant="paper",
+            mean_shift=None, sd_of_mean=None, seed=0) -> Bags:
     """Kent & Yu simulation scenario (1 t, 2 cov, 3 mean, 4 largecov); see module docstring.
 
     Parameters
     ----------
     scenario : 1..4 or 't' | 'cov' | 'mean' | 'largecov'
     bags, instances, samples : int
-        Groups, instances per group, points per instance.
+        Groups, instances per group, points per instance (paper: {20, 50} × {3, 6} ×
+        {20, 50, 100}).
     features : int
         Total covariates (10 in the paper; at least 10 for scenario 4, 5 for 1 and 3, 3 for 2).
     p_positive : float
-        Probability that an instance is positive.
-    sd_of_mean : float
-        Standard deviation of the per-instance means around their prior.
+        Probability that an instance is positive (paper: 0.15).
+    variant : {'paper', 'mildsvm'}
+        Table 1 exactly, or the R package's generator (per-instance random means and Wishart
+        covariances; scenario 3 mean 0.3).
+    mean_shift : float, optional
+        Scenario 3's positive mean per coordinate (default 0.2 paper, 0.3 mildsvm).
+    sd_of_mean : float, optional
+        ``variant='mildsvm'`` only: standard deviation of the per-instance means around their
+        prior (default 0.5).
     seed : int
     """
     if scenario not in KENT_YU_SCENARIOS:
         raise InvalidParameterError(f"scenario: expected 1..4 or one of t/cov/mean/largecov, got {scenario!r}")
+    if variant not in KENT_YU_VARIANTS:
+        raise InvalidParameterError(f"variant: expected 'paper' (Table 1) or 'mildsvm' (the R package's generator), "
+                                    f"got {variant!r}")
     kind = KENT_YU_SCENARIOS[scenario]
     for n, v in (("bags", bags), ("instances", instances), ("samples", samples), ("features", features)):
         _check_pos_int(n, v)
@@ -97,11 +120,20 @@ def kent_yu(scenario=1, bags=50, instances=3, samples=50, features=10, p_positiv
         raise InvalidParameterError("bags: need at least 2 bags (both classes)")
     if not 0 < p_positive < 1:
         raise InvalidParameterError(f"p_positive: expected a probability in (0, 1), got {p_positive}")
+    if sd_of_mean is None:
+        sd_of_mean = 0.5 if variant == "mildsvm" else 0.0
+    elif variant == "paper" and float(sd_of_mean) != 0.0:
+        raise InvalidParameterError("sd_of_mean: per-instance random means are not in the paper's Table 1; "
+                                    "use variant=mildsvm to set sd_of_mean")
+    if not (np.isfinite(sd_of_mean) and sd_of_mean >= 0):
+        raise InvalidParameterError(f"sd_of_mean: expected a finite value >= 0, got {sd_of_mean}")
+    if mean_shift is None:
+        mean_shift = 0.3 if variant == "mildsvm" else 0.2
+    if not np.isfinite(mean_shift):
+        raise InvalidParameterError(f"mean_shift: expected a finite number, got {mean_shift}")
     need = {"t": 5, "cov": 3, "mean": 5, "largecov": 10}[kind]
     if features < need:
         raise InvalidParameterError(f"features: scenario {kind} needs at least {need} covariates, got {features}")
-    if kind == "largecov" and samples < 2:
-        raise InvalidParameterError("samples: need at least 2 points per instance")
     rng = np.random.default_rng(seed)
     n_inst = bags * instances
     inst_y = (rng.random(n_inst) < p_positive).astype(np.int64)
@@ -117,13 +149,18 @@ def kent_yu(scenario=1, bags=50, instances=3, samples=50, features=10, p_positiv
     np.maximum.at(y, bag_index, inst_y)
     p = features
     eq5 = np.full((5, 5), 0.5) + 0.5 * np.eye(5)
-    # (important coordinates, prior mean, covariance, wishart df, t df) for positive / negative
+    mild = variant == "mildsvm"
+    # (differing coordinates, mean, covariance, wishart df, t df) for positive / negative instances,
+    # then the Wishart df of the remaining coordinates (mildsvm only)
     spec = {
         "t": ((np.arange(5), 0.0, np.eye(5), None, 3.0), (np.arange(5), 0.0, np.eye(5), None, None), None),
-        "cov": ((np.arange(0, 2), 0.0, np.array([[1.0, -0.5], [-0.5, 1.0]]), 2, None),
-                (np.arange(1, 3), 0.0, np.array([[1.0, 0.5], [0.5, 1.0]]), 2, None), 8),
-        "mean": ((np.arange(5), 0.3, np.eye(5), None, None), (np.arange(5), 0.0, np.eye(5), None, None), None),
-        "largecov": ((np.arange(5), 0.0, eq5, 5, None), (np.arange(5, 10), 0.0, eq5, 5, None), 5),
+        "cov": ((np.arange(0, 2), 0.0, np.array([[1.0, -0.5], [-0.5, 1.0]]), 2 if mild else None, None),
+                (np.arange(1, 3), 0.0, np.array([[1.0, 0.5], [0.5, 1.0]]), 2 if mild else None, None),
+                8 if mild else None),
+        "mean": ((np.arange(5), float(mean_shift), np.eye(5), None, None),
+                 (np.arange(5), 0.0, np.eye(5), None, None), None),
+        "largecov": ((np.arange(5), 0.0, eq5, 5 if mild else None, None),
+                     (np.arange(5, 10), 0.0, eq5, 5 if mild else None, None), 5 if mild else None),
     }[kind]
     Z = np.empty((n_inst, samples, p))
     for lab, (imp, mean, cov, wdf, tdf) in ((1, spec[0]), (0, spec[1])):
@@ -134,15 +171,14 @@ def kent_yu(scenario=1, bags=50, instances=3, samples=50, features=10, p_positiv
         block = _draw(rng, rows.size, samples, imp.size, mean, sd_of_mean, cov, wdf, tdf)
         Z[np.ix_(rows, np.arange(samples), imp)] = block
         if rem.size:
-            rdf = spec[2]
-            Zr = _draw(rng, rows.size, samples, rem.size, 0.0, sd_of_mean, np.eye(rem.size),
-                       rdf if rdf is not None else None, None)
+            Zr = _draw(rng, rows.size, samples, rem.size, 0.0, sd_of_mean, np.eye(rem.size), spec[2], None)
             Z[np.ix_(rows, np.arange(samples), rem)] = Zr
     S = Z.reshape(n_inst * samples, p)
     sample_ptr = np.arange(n_inst + 1) * samples
     X = Z.mean(axis=1)
     return Bags(X=X, bag_index=bag_index, y=y, instance_y=inst_y, samples=S, sample_ptr=sample_ptr,
-                name=f"kent-yu-{kind}", meta={"generator": "kent-yu", "scenario": kind, "seed": seed})
+                name=f"kent-yu-{kind}", meta={"generator": "kent-yu", "scenario": kind, "variant": variant,
+                                              "seed": seed})
 
 
 def digits(bags=100, min_size=2, max_size=8, target=9, positive_fraction=0.5, seed=0) -> Bags:
@@ -181,7 +217,7 @@ def digits(bags=100, min_size=2, max_size=8, target=9, positive_fraction=0.5, se
                 meta={"generator": "digits", "target": target, "seed": seed})
 
 
-register_generator("kent-yu", kent_yu, "Kent & Yu simulation scenarios (distributional instances): "
-                   "scenario=1..4, bags, instances, samples, features, seed")
+register_generator("kent-yu", kent_yu, "Kent & Yu simulation scenarios (distributional instances, Table 1): "
+                   "scenario=1..4, bags, instances, samples, features, variant=paper|mildsvm, seed")
 register_generator("digits", digits, "bags of sklearn digits with true instance labels: bags, min_size, "
                    "max_size, target, seed")

@@ -5,17 +5,19 @@ in :data:`GENERATOR_MODULES` (or imported before use) so that ``load`` finds it.
 """
 from __future__ import annotations
 
-import importlib
 import inspect
 from dataclasses import dataclass
 from typing import Callable
 
 from milopt.errors import InvalidParameterError
+from milopt.params import coerce
+from milopt.plugins import import_all
 
 GENERATOR_MODULES = [
     "milopt.data.generators",
     "milopt.data.gen_multiclass",
     "milopt.data.gen_cad",
+    "milopt.data.gen_subset",
 ]
 
 
@@ -35,12 +37,7 @@ def register_generator(name: str, func: Callable, doc: str = "") -> Callable:
 
 
 def _import_all():
-    for mod in GENERATOR_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise
+    import_all(GENERATOR_MODULES)
 
 
 def generators() -> dict[str, GeneratorSpec]:
@@ -58,8 +55,6 @@ def generate(spec: str):
     if name not in gens:
         raise InvalidParameterError(f"unknown generator {name!r}; available: {', '.join(sorted(gens))}")
     func = gens[name].func
-    from milopt.runner import coerce
-
     params = {k: coerce(v) for k, v in parse_qsl(query, keep_blank_values=True)}
     sig = inspect.signature(func)
     accepts_kw = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())

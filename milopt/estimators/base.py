@@ -52,6 +52,16 @@ def as_bags(X, y=None, *, fitting: bool = False) -> Bags:
     return bags
 
 
+def user_classes(y, bags: Bags) -> np.ndarray:
+    """``classes_`` in the caller's labels: fitted on -1/+1 labels, predictions are -1/+1
+    (scikit-learn's convention), although :class:`Bags` stores them as 0/1 internally."""
+    internal = np.unique(bags.y)
+    if y is None:
+        return internal
+    raw = np.unique(np.asarray(y).ravel())
+    return raw if raw.size == internal.size else internal
+
+
 class MILClassifier(ClassifierMixin, BaseEstimator):
     """Base of binary max-rule MIL classifiers.
 
@@ -64,7 +74,7 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, bags, y=None):
         bags = as_bags(bags, y, fitting=True)
-        self.classes_ = np.unique(bags.y)
+        self.classes_ = user_classes(y, bags)
         self.n_features_in_ = bags.n_features
         self._fit(bags)
         return self
@@ -94,4 +104,7 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
 
     def score(self, bags, y=None):
         bags = as_bags(bags, y)
-        return float(np.mean(self.predict(bags) == bags.y))
+        pred = self.predict(bags)
+        if y is not None:
+            return float(np.mean(pred == np.asarray(y).ravel()))
+        return float(np.mean(np.searchsorted(self.classes_, pred) == bags.y))

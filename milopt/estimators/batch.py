@@ -1,5 +1,9 @@
 r"""Batch-wise classifiers of Vural et al. (JMLR 2009): BatchSVM, BatchSVM_cont, BatchProb, PSVM, BatchPSVM.
 
+V. Vural, G. Fung, B. Krishnapuram, J. G. Dy, B. Rao, "Using local dependencies within batches to
+improve large margin classifiers", JMLR 10 (2009); equation and section numbers refer to it.
+PSVM: G. Fung, O. L. Mangasarian, "Proximal support vector machine classifiers", KDD 2001.
+
 ``milopt fit`` names (all need instance coordinates ``Bags.coords`` except ``psvm`` and
 ``svm-l1``; the CLI refuses the others on data without coordinates before fitting):
 
@@ -25,9 +29,20 @@ scores (an image is flagged when any candidate is marked); ``score`` returns the
 **instance-level AUC** when instance labels exist (so that ``GridSearchCV`` tunes θ, α, σ
 for the candidate-level task), bag accuracy otherwise.
 
-**Class weights.**  CAD data are very imbalanced (a few per cent positive candidates); the
-estimators use ``class_weight="balanced"`` by default (slack costs / squared residuals
-weighted by m / (2 m_class)); ``class_weight="none"`` gives eqs. 4, 6, 12 exactly as printed.
+**Coordinates as features for the baselines (Section 5.2).**  The paper gives its SVM and
+PSVM baselines the candidates' coordinates as extra features ("to make fair comparisons ...
+we added the spatial locations ... to the feature vectors"), while the batch methods use them
+only through R.  ``append_coords="auto"`` (default) does the same: a model that does not use R
+(θ = 0 and θ not learned: ``svm-l1``, ``psvm``, ``batchsvm``/``batchpsvm`` with ``theta=0``)
+appends the coordinates, standardised with the training images' mean and standard
+deviation, to the features when the data have coordinates; ``true`` forces it (coordinates
+then required), ``false`` never appends.  ``coef_`` then has the coordinate weights last.
+
+**Class weights** (not in the paper).  ``class_weight="none"`` (default) is eqs. 4, 6, 7 and 12
+as printed.  CAD data are very imbalanced (a few per cent positive candidates), and then the
+unweighted 1-norm SVM LP can return w = 0 (measured on ``gen:cad`` with θ = 0: every candidate
+negative); ``class_weight="balanced"`` weights the slack costs / squared residuals by
+m / (2 m_class).
 """
 from __future__ import annotations
 
@@ -39,6 +54,12 @@ from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError, NoSolutionError
 from milopt.estimators.base import MILClassifier, as_bags
 from milopt.estimators.registry import register_method
+
+
+def _as_bool_param(v, name) -> bool:
+    from milopt.models.batchsvm_lp import _as_bool
+
+    return _as_bool(v, name)
 
 
 def _models():
@@ -63,16 +84,50 @@ class _BatchClassifier(MILClassifier):
     def _operator(self, bags: Bags):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _uses_R(self) -> bool:
+        return True
+
+    def _decide_append(self, bags: Bags) -> bool:
+        mode = getattr(self, "append_coords", False)
+        if isinstance(mode, str) and mode.lower() not in ("auto",):
+            mode = _as_bool_param(mode, "append_coords")
+        if isinstance(mode, str):                         # auto: the paper's baselines (Section 5.2)
+            return (not self._uses_R()) and bags.coords is not None
+        if mode and bags.coords is None:
+            M, _ = _models()
+            raise InvalidDataError(f"{type(self).__name__} (append_coords=true): {M.NO_COORDS_MSG}")
+        return bool(mode)
+
+    def _fit_features(self, bags: Bags) -> Bags:
+        """Training bags with the standardised coordinates appended when ``append_coords`` says so."""
+        self.coords_appended_ = self._decide_append(bags)
+        if not self.coords_appended_:
+            return bags
+        C = np.asarray(bags.coords, dtype=float)
+        self.coord_mean_ = C.mean(axis=0)
+        sd = C.std(axis=0)
+        self.coord_scale_ = np.where(sd > 0, sd, 1.0)
+        return bags.with_X(np.hstack([bags.X, (C - self.coord_mean_) / self.coord_scale_]))
+
+    def _features(self, bags: Bags) -> np.ndarray:
+        if not getattr(self, "coords_appended_", False):
+            return bags.X
+        if bags.coords is None:
+            M, _ = _models()
+            raise InvalidDataError(f"{type(self).__name__} (predict; fitted with coordinates appended to the "
+                                   f"features): {M.NO_COORDS_MSG}")
+        return np.hstack([bags.X, (np.asarray(bags.coords, dtype=float) - self.coord_mean_) / self.coord_scale_])
+
     def pre_scores(self, bags) -> np.ndarray:
         """Instance-wise pre-classifier values f = X w - γ (no batch information)."""
         bags = self._check_input(bags)
-        return bags.X @ self.coef_ - self.gamma_
+        return self._features(bags) @ self.coef_ - self.gamma_
 
     def predict_instances(self, bags) -> np.ndarray:
         """Batch-wise instance scores (eq. 5 / eq. 11): the batch operator applied to f."""
         bags = self._check_input(bags)
         self._check_coords(bags, "predict")
-        f = bags.X @ self.coef_ - self.gamma_
+        f = self._features(bags) @ self.coef_ - self.gamma_
         return np.asarray(self._operator(bags) @ f).ravel()
 
     def predict_instance_labels(self, bags) -> np.ndarray:
@@ -107,16 +162,21 @@ class BatchSVMClassifier(_BatchClassifier):
         Similarity decay α (thresholded: neighbours within distance 4/α).
     thresholded : bool
         R of eq. 13 (0/1) or continuous exp(-α S) (BatchSVM_cont).
-    distance : {'euclidean', 'sqeuclidean'}
-    class_weight : {'balanced', 'none'}
+    distance : {'euclidean', 'squared'}
+        S_pq: Euclidean distance (Section 3.2) or its square (``squared``, alias
+        ``sqeuclidean``: the similarity exp(-α‖r_p - r_q‖²) of Section 5.1.1, ζ² = 1/α).
+    class_weight : {'none', 'balanced'}
     solver : str
         LP backend (``highs`` default; ``scip`` works too).
     time_limit : float
         Seconds for the LP solve.
+    append_coords : {'auto', True, False}
+        Append the (standardised) coordinates to the features; ``auto``: only when θ = 0
+        (the paper's SVM baseline, Section 5.2) and the data have coordinates.
     """
 
     def __init__(self, nu=1.0, theta=1.0, alpha=0.5, thresholded=True, distance="euclidean",
-                 class_weight="balanced", solver="highs", time_limit=120.0):
+                 class_weight="none", solver="highs", time_limit=120.0, append_coords="auto"):
         self.nu = nu
         self.theta = theta
         self.alpha = alpha
@@ -125,9 +185,13 @@ class BatchSVMClassifier(_BatchClassifier):
         self.class_weight = class_weight
         self.solver = solver
         self.time_limit = time_limit
+        self.append_coords = append_coords
 
     def _needs_coords(self) -> bool:
         return float(self.theta_ if hasattr(self, "theta_") else self.theta) != 0.0
+
+    def _uses_R(self) -> bool:
+        return float(self.theta) != 0.0
 
     def _build(self, bags):
         M, _ = _models()
@@ -139,7 +203,7 @@ class BatchSVMClassifier(_BatchClassifier):
 
         self._check_coords(bags, "fit")
         t0 = time.perf_counter()
-        model, decode = self._build(bags)
+        model, decode = self._build(self._fit_features(bags))
         build_s = time.perf_counter() - t0
         res = solve(model, self.solver, time_limit=self.time_limit)
         if not res.ok:
@@ -153,7 +217,8 @@ class BatchSVMClassifier(_BatchClassifier):
         self.labels_source_ = sol["labels"]
         self.fit_info_ = {"objective": res.objective, "termination": str(res.termination),
                           "solve_seconds": res.wall_time, "build_seconds": build_s,
-                          "nonzero_weights": int(np.sum(np.abs(self.coef_) > 1e-9)), "labels": sol["labels"]}
+                          "nonzero_weights": int(np.sum(np.abs(self.coef_) > 1e-9)), "labels": sol["labels"],
+                          "coords_appended": bool(self.coords_appended_)}
         return self
 
     def _store_params(self):
@@ -175,11 +240,12 @@ class BatchProbClassifier(BatchSVMClassifier):
         Prior covariance decay α of R = exp(-α S) (unit diagonal).
     sigma : float
         Observation noise σ > 0 (small σ: trust the neighbours more).
-    distance, class_weight, solver, time_limit : see :class:`BatchSVMClassifier`.
+    distance, class_weight, solver, time_limit, append_coords : see :class:`BatchSVMClassifier`
+        (``append_coords="auto"`` never appends here: BatchProb always uses R).
     """
 
-    def __init__(self, nu=1.0, alpha=0.5, sigma=1.0, distance="euclidean", class_weight="balanced", solver="highs",
-                 time_limit=120.0):
+    def __init__(self, nu=1.0, alpha=0.5, sigma=1.0, distance="euclidean", class_weight="none", solver="highs",
+                 time_limit=120.0, append_coords="auto"):
         self.nu = nu
         self.alpha = alpha
         self.sigma = sigma
@@ -187,8 +253,12 @@ class BatchProbClassifier(BatchSVMClassifier):
         self.class_weight = class_weight
         self.solver = solver
         self.time_limit = time_limit
+        self.append_coords = append_coords
 
     def _needs_coords(self) -> bool:
+        return True
+
+    def _uses_R(self) -> bool:
         return True
 
     def _build(self, bags):
@@ -218,19 +288,22 @@ class BatchPSVMClassifier(_BatchClassifier):
         Similarity decay α.
     thresholded : bool
         R of eq. 13 (0/1) or continuous.
-    distance : {'euclidean', 'sqeuclidean'}
-    class_weight : {'balanced', 'none'}
+    distance : {'euclidean', 'squared'}
+        See :class:`BatchSVMClassifier`.
+    class_weight : {'none', 'balanced'}
         Residual weights (see module docstring).
     learn_theta : bool
-        Learn θ by alternating minimisation (Section 3.3 / Appendix A.2).
+        Learn θ by alternating minimisation of eq. 7 (Section 3.3 / Appendix A.2).
     max_iter : int
         Alternations at most.
     tol : float
         Convergence tolerance on θ (relative).
+    append_coords : {'auto', True, False}
+        See :class:`BatchSVMClassifier` (``auto``: the PSVM baseline, θ = 0 and not learned).
     """
 
-    def __init__(self, nu=1.0, theta=1.0, alpha=0.5, thresholded=True, distance="euclidean", class_weight="balanced",
-                 learn_theta=False, max_iter=500, tol=1e-6):
+    def __init__(self, nu=1.0, theta=1.0, alpha=0.5, thresholded=True, distance="euclidean", class_weight="none",
+                 learn_theta=False, max_iter=500, tol=1e-6, append_coords="auto"):
         self.nu = nu
         self.theta = theta
         self.alpha = alpha
@@ -240,10 +313,14 @@ class BatchPSVMClassifier(_BatchClassifier):
         self.learn_theta = learn_theta
         self.max_iter = max_iter
         self.tol = tol
+        self.append_coords = append_coords
 
     def _needs_coords(self) -> bool:
         if hasattr(self, "theta_"):
             return self.theta_ != 0.0
+        return bool(self.learn_theta) or float(self.theta) != 0.0
+
+    def _uses_R(self) -> bool:
         return bool(self.learn_theta) or float(self.theta) != 0.0
 
     def _fit(self, bags: Bags):
@@ -251,19 +328,21 @@ class BatchPSVMClassifier(_BatchClassifier):
 
         M, _ = _models()
         self._check_coords(bags, "fit")
+        fb = self._fit_features(bags)
         d, src = M.training_labels(bags)
         weights = M.class_costs(d, 1.0, self.class_weight)
         R = None
         if self._needs_coords():
             R = M.similarity(bags, self.alpha, self.thresholded, self.distance)
-        w, gamma, theta, res = fit_batchpsvm(bags.X, d, R, nu=M.check_positive("nu", self.nu),
+        w, gamma, theta, res = fit_batchpsvm(fb.X, d, R, nu=M.check_positive("nu", self.nu),
                                              theta=M.check_theta(self.theta), learn_theta=bool(self.learn_theta),
                                              max_iter=self.max_iter, tol=self.tol, weights=weights)
         self.coef_, self.gamma_, self.theta_ = w, gamma, float(theta)
         self.result_ = res
         self.labels_source_ = src
         self.fit_info_ = {"objective": res.objective, "theta": self.theta_, "iterations": int(res.iterations or 0),
-                          "termination": str(res.termination), "solve_seconds": res.wall_time, "labels": src}
+                          "termination": str(res.termination), "solve_seconds": res.wall_time, "labels": src,
+                          "coords_appended": bool(self.coords_appended_)}
         return self
 
     def _operator(self, bags: Bags):
@@ -274,10 +353,11 @@ class BatchPSVMClassifier(_BatchClassifier):
 class LearnedThetaBatchPSVM(BatchPSVMClassifier):
     """BatchPSVM with θ learned (eq. 7); ``theta`` is the starting value (0: start from PSVM)."""
 
-    def __init__(self, nu=1.0, theta=0.0, alpha=0.5, thresholded=True, distance="euclidean", class_weight="balanced",
-                 learn_theta=True, max_iter=500, tol=1e-6):
+    def __init__(self, nu=1.0, theta=0.0, alpha=0.5, thresholded=True, distance="euclidean", class_weight="none",
+                 learn_theta=True, max_iter=500, tol=1e-6, append_coords="auto"):
         super().__init__(nu=nu, theta=theta, alpha=alpha, thresholded=thresholded, distance=distance,
-                         class_weight=class_weight, learn_theta=learn_theta, max_iter=max_iter, tol=tol)
+                         class_weight=class_weight, learn_theta=learn_theta, max_iter=max_iter, tol=tol,
+                         append_coords=append_coords)
 
 
 register_method("batchsvm", BatchSVMClassifier, fixed={"thresholded": True}, needs=("coords",),

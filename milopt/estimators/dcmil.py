@@ -1,8 +1,10 @@
 """DC-MIL estimator: the SVM-based MIL error function minimised by DCPCA (``milopt fit dcmil``) or
 by the plain DC algorithm over the ``dcmil_dca`` QP (``milopt fit dcmil-dca``).
 
-Astorino, Fuduli, Giallombardo, Miglionico, *Algorithms* 12:249 (2019); DCPCA of Gaudioso,
-Giallombardo, Miglionico, Bagirov, *J. Global Optim.* 71 (2018).  See docs/dcmil.md.
+Astorino, Fuduli, Giallombardo, Miglionico, *Algorithms* 12:249 (2019): the model (eqs. 1-3), the
+DCPCA main iteration as their Algorithm 1 and the settings of their §4.  DCPCA itself was
+introduced by Gaudioso, Giallombardo, Miglionico, Bagirov, *J. Global Optim.* 71:37-55 (2018)
+(their reference [30]).  See docs/dcmil.md.
 """
 from __future__ import annotations
 
@@ -38,8 +40,10 @@ class DCMILClassifier(MILClassifier):
     inner_folds : int
         Folds of the inner cross-validation.
     theta, eta, m, sigma, eps, max_fev, bundle_size, b2
-        DCPCA parameters (paper defaults 0.7, 0.7, 0.01, 0.01, 0.95, 500, 100; ``b2`` 'current'
-        or 'all'); see :func:`milopt.algorithms.dcmil.dcpca`.
+        DCPCA parameters (paper §4: 0.7, 0.7, 0.01, 0.01, 0.95; budget 500 evaluations for
+        medium-size and 200 for large-size problems — ``max_fev='auto'`` chooses by the number
+        of features, or give 'medium', 'large' or an integer; bundle restart threshold 100;
+        ``b2`` 'current' (the paper's QP(I)) or 'all'); see :func:`milopt.algorithms.dcmil.dcpca`.
     solver : str
         Backend for the DCA subproblems (``highs`` by default; ``ipopt``, ``scip`` when installed).
     max_iter : int
@@ -61,7 +65,7 @@ class DCMILClassifier(MILClassifier):
     """
 
     def __init__(self, method="dcpca", C=1.0, inner_cv=False, C_grid=None, inner_folds=5, theta=0.7, eta=0.7,
-                 m=0.01, sigma=0.01, eps=0.95, max_fev=500, bundle_size=100, b2="current", solver="highs",
+                 m=0.01, sigma=0.01, eps=0.95, max_fev="auto", bundle_size=100, b2="current", solver="highs",
                  max_iter=50, time_limit=None, n_jobs=None, random_state=0):
         self.method = method
         self.C = C
@@ -95,7 +99,7 @@ class DCMILClassifier(MILClassifier):
 
         if self.method == "dcpca":
             res = alg.dcpca(bags, C=C, theta=float(self.theta), eta=float(self.eta), m=float(self.m),
-                            sigma=float(self.sigma), eps=float(self.eps), max_fev=int(self.max_fev),
+                            sigma=float(self.sigma), eps=float(self.eps), max_fev=self.max_fev,
                             bundle_size=int(self.bundle_size), b2=str(self.b2), history=False)
         else:
             res = alg.dca(bags, C=C, solver=str(self.solver), max_iter=int(self.max_iter),
@@ -110,7 +114,8 @@ class DCMILClassifier(MILClassifier):
         info = {"objective": res.objective, "C": C, "termination": str(res.termination), "nF": ex["nF"],
                 "nG1": ex["nG1"], "nG2": ex["nG2"], "cpu_seconds": ex["cpu_seconds"], "f0": ex["f0"]}
         if self.method == "dcpca":
-            info.update(serious=ex["serious"], null=ex["null"], criticality=ex["criticality"])
+            info.update(serious=ex["serious"], null=ex["null"], criticality=ex["criticality"], max_fev=ex["max_fev"],
+                        restarts=ex["restarts"])
         else:
             info.update(subproblems=ex["subproblems"], solver_seconds=ex["solver_seconds"])
         self.fit_info_ = info

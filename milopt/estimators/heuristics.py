@@ -290,7 +290,15 @@ class MISVMHeuristic(_KernelMIL):
 
 
 class MISMMHeuristic(MISVMHeuristic):
-    """mi-SMM by Kent & Yu's Algorithm 1: MI-SVM alternation with the SMM (mean embedding) kernel."""
+    """mi-SMM by Kent & Yu's Algorithm 1: MI-SVM alternation with the SMM (mean embedding) kernel.
+
+    Defaults follow the paper — bag slacks (the dual eq. 3 caps Σ_{i∈I} α_i ≤ C for a negative
+    group), C weighted inversely to the positive groups and negative instances (§3.3), stop when
+    the selection no longer changes or after ``max_iter`` alternations — except the start: the
+    paper's Algorithm 1 (line 2) starts from a random selector (``init='random'``); the default
+    ``init='centroid'`` is Andrews et al.'s start, because from a random selector Algorithm 1 with
+    these kernels usually stops after one alternation at that random selection (the fitted SVM
+    ranks every selected instance first in its group), see docs/kent_yu_study.md."""
 
     def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=True, summary=None,
@@ -301,7 +309,9 @@ class MISMMHeuristic(MISVMHeuristic):
 
 
 class MISVMSummary(MISVMHeuristic):
-    """Kent & Yu's mi-SVM baselines: the MI-SVM heuristic on summary features of the samples."""
+    """Kent & Yu's mi-SVM baselines (§3.2): Algorithm 1 on summary features of the samples
+    (``init='random'`` is the paper's start; default Andrews' centroid start, as
+    :class:`MISMMHeuristic`)."""
 
     def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary="univ1",
@@ -361,7 +371,7 @@ class MISMMMIQP(MILClassifier):
     """Kent & Yu's Algorithm 2: mi-SMM through a stratified Nyström map and the big-M MIQP.
 
     The sample points are standardised, a Nyström map of the RBF kernel is built from ``m``
-    landmarks drawn so that every bag is represented, each instance becomes the mean of its
+    landmarks drawn almost uniformly per bag (§2.4.1), each instance becomes the mean of its
     mapped points, and ``misvm_bigm`` is solved on those features through the solver driver,
     warm started (and its big-M tightened) with the MI-SVM heuristic's solution on the same
     features.  If the solver returns no better incumbent, the heuristic's solution is kept.
@@ -381,15 +391,18 @@ class MISMMMIQP(MILClassifier):
     time_limit : float
         Seconds for the MIQP.
     mip_gap : float, optional
-    restarts, max_iter : heuristic settings for the warm start.
+    restarts, max_iter, init : heuristic settings for the warm start (Algorithm 1 on the
+        Nyström features; the paper's Algorithm 2 has no warm start, the authors' code uses one).
     threads : int, optional
     scale_samples : bool
     random_state : int
     """
 
     def __init__(self, C=1.0, gamma=None, m=240, rank=None, class_weight="kent-yu", solver="scip", time_limit=30.0,
-                 mip_gap=None, restarts=1, max_iter=50, threads=None, scale_samples=True, random_state=0):
+                 mip_gap=None, restarts=1, max_iter=50, threads=None, scale_samples=True, init="centroid",
+                 random_state=0):
         self.C = C
+        self.init = init
         self.gamma = gamma
         self.m = m
         self.rank = rank
@@ -418,13 +431,15 @@ class MISMMMIQP(MILClassifier):
         self.scaler_ = StandardScaler().fit(S) if self.scale_samples else None
         S = self.scaler_.transform(S) if self.scaler_ is not None else S
         _, gamma = check_kernel("rbf", self.gamma, S.shape[1])
-        point_bag = np.repeat(bags.bag_index, np.diff(bags.sample_ptr))
-        idx = stratified_sample(point_bag, int(self.m), self.random_state)
+        sizes = np.diff(bags.sample_ptr)
+        point_bag = np.repeat(bags.bag_index, sizes)
+        idx = stratified_sample(point_bag, int(self.m), self.random_state,
+                                subgroups=np.repeat(np.arange(bags.n_instances), sizes))
         self.nystrom_ = NystromMap("rbf", gamma, rank=self.rank).fit(S[idx])
         self.nystrom_.sample_index_ = idx
         Phi = self.nystrom_.mean_features(S, bags.sample_ptr)
         fb = bags.with_X(Phi)
-        heur = misvm_alternate(Phi @ Phi.T, fb, C=self.C, class_weight=self.class_weight, slack="bag",
+        heur = misvm_alternate(Phi @ Phi.T, fb, C=self.C, class_weight=self.class_weight, slack="bag", init=self.init,
                                restarts=int(self.restarts), max_iter=int(self.max_iter), tol=1e-4,
                                random_state=self.random_state, X=Phi)
         w0 = Phi.T @ (heur["alpha"] * heur["y"])

@@ -1,26 +1,22 @@
 """MI-SVM estimator solved exactly as a mixed-integer program (``milopt fit misvm-miqp``)."""
 from __future__ import annotations
 
-import numpy as np
-
-from milopt.data.bags import Bags
-from milopt.errors import InvalidParameterError, positive_number
-from milopt.estimators.base import MILClassifier
+from milopt.errors import InvalidParameterError
+from milopt.estimators.formulation import SOLVER_PARAMS, FormulationClassifier
 from milopt.estimators.registry import register_method
+from milopt.numerics import misvm_objective, sil_start
+from milopt.params import Choice, Float, Int, ParamSet, Str
+
+__all__ = ["MISVMClassifier", "sil_start"]
 
 
-def sil_start(bags: Bags, C: float = 1.0, random_state=0):
-    """Cheap feasible point: a linear SVM on instances with bag labels copied (liblinear)."""
-    from sklearn.svm import LinearSVC
+class MISVMClassifier(FormulationClassifier):
+    """MI-SVM (one witness per positive bag; Andrews et al. 2002) as Kent & Yu's MIQP (eq. 5).
 
-    y = bags.instance_bag_y
-    clf = LinearSVC(C=C, loss="squared_hinge", dual=False, max_iter=2000, random_state=random_state,
-                    class_weight="balanced").fit(bags.X, y)
-    return clf.coef_.ravel().copy(), float(clf.intercept_[0])
-
-
-class MISVMClassifier(MILClassifier):
-    """MI-SVM (one witness per positive bag; Andrews et al. 2002) as Kent & Yu's big-M MIQP.
+    The formulation ``misvm-bigm`` (:mod:`milopt.models.misvm_bigm`) built on the training
+    bags, started from a single-instance linear SVM (whose objective also tightens the valid
+    big-M), solved by the driver and decoded; when the solver stops without a solution the
+    start is kept.
 
     Parameters
     ----------
@@ -29,20 +25,38 @@ class MISVMClassifier(MILClassifier):
     method : {'miqp'}
         ``miqp``: the ``misvm_bigm`` model through the solver driver.
     solver : str
-        Backend name (must handle MIQP; ``scip`` by default).
+        Backend name (must handle the problem class: MIQP for ``norm='l2'``, MILP for ``'l1'``;
+        ``scip`` by default).
     time_limit : float
         Seconds per solve; the incumbent is used when it is hit.
     mip_gap : float, optional
     class_weight : {'kent-yu', 'balanced', 'none'}
     big_m : 'valid' | 'mildsvm' | float
+    norm : {'l2', 'l1'}
+        Regulariser ½‖w‖² (MIQP) or ‖w‖₁ (MILP).
+    disjunction : {'bigm', 'sos1', 'indicator'}
+        How a non-witness instance is released (``indicator`` needs ``solver='scip-native'``).
     warm_start : bool
         Start from a linear SVM on instances (also tightens the valid big-M with its objective).
     threads : int, optional
     random_state : int
     """
 
+    _formulation = "misvm-bigm"
+    param_spec = ParamSet(
+        SOLVER_PARAMS,
+        C=Float(1.0, "bag slack cost", gt=0),
+        method=Choice("miqp", ("miqp",), "miqp: the misvm-bigm model through the solver driver"),
+        solver=Str("scip", "backend (must handle MIQP for norm=l2, MILP for norm=l1)"),
+        class_weight=Choice("kent-yu", ("kent-yu", "balanced", "none"), "per-bag slack costs"),
+        big_m=Float("valid", "valid (provable) | mildsvm | a number > 0", gt=0, choices=("valid", "mildsvm")),
+        norm=Choice("l2", ("l2", "l1"), "regulariser: l2 (MIQP) or l1 (MILP)"),
+        disjunction=Choice("bigm", ("bigm", "sos1", "indicator"), "how a non-witness instance is released"),
+        random_state=Int(0, "seed of the starting SVM", none=True),
+    )
+
     def __init__(self, C=1.0, method="miqp", solver="scip", time_limit=60.0, mip_gap=None, class_weight="kent-yu",
-                 big_m="valid", warm_start=True, threads=None, random_state=0):
+                 big_m="valid", warm_start=True, threads=None, random_state=0, norm="l2", disjunction="bigm"):
         self.C = C
         self.method = method
         self.solver = solver
@@ -53,46 +67,31 @@ class MISVMClassifier(MILClassifier):
         self.warm_start = warm_start
         self.threads = threads
         self.random_state = random_state
+        self.norm = norm
+        self.disjunction = disjunction
 
-    def _fit(self, bags: Bags):
-        from milopt.models import misvm_bigm as mod
-        from milopt.solvers import solve
-
+    def _model_params(self) -> dict:
         if self.method != "miqp":
             raise InvalidParameterError(f"method: expected 'miqp', got {self.method!r} "
                                         "(the alternating heuristic is milopt fit misvm-heuristic)")
-        positive_number("C", self.C)
-        ub = None
-        start = None
-        if self.warm_start:
-            start = sil_start(bags, C=self.C, random_state=self.random_state)
-            ub = mod.objective_value(bags, start[0], start[1], self.C, self.class_weight)
-        model = mod.build(bags, C=self.C, class_weight=self.class_weight, big_m=self.big_m, upper_bound=ub)
-        if start is not None:
-            mod.warm_start(model, *start)
-        res = solve(model, self.solver, time_limit=self.time_limit, mip_gap=self.mip_gap, threads=self.threads,
-                    warm_start=start is not None)
-        if res.ok:
-            sol = mod.decode(model)
-            self.coef_, self.intercept_ = sol["w"], sol["b"]
-            self.witnesses_ = sol["witnesses"]
-        elif start is not None:
-            self.coef_, self.intercept_ = start
-            self.witnesses_ = {}
-        else:
-            from milopt.errors import NoSolutionError
+        return {"C": self.C, "class_weight": self.class_weight, "big_m": self.big_m, "norm": self.norm,
+                "disjunction": self.disjunction}
 
-            raise NoSolutionError(f"{self.solver} found no solution in {self.time_limit} s "
-                                  f"({res.termination}); raise time_limit or enable warm_start")
-        self.result_ = res
-        self.fit_info_ = {"objective": res.objective if res.objective is not None else float("nan"),
-                          "bound": res.bound if res.bound is not None else float("nan"),
-                          "gap": res.gap, "termination": str(res.termination), "solve_seconds": res.wall_time}
+    def _start(self, bags, typed):
+        self.param_spec["C"].parse(self.C, "C")
+        start = sil_start(bags, C=float(self.C), random_state=self.random_state)
+        ub = misvm_objective(bags, start[0], start[1], self.C, self.class_weight, norm=typed.get("norm", "l2"))
+        return start, {"upper_bound": ub}
+
+    def _fallback(self, point):
+        if point is None:
+            return None
+        return {"w": point[0], "b": point[1], "witnesses": {}}
+
+    def _fit(self, bags):
+        super()._fit(bags)
+        self.witnesses_ = self.solution_.get("witnesses", {})
         return self
-
-    def predict_instances(self, bags) -> np.ndarray:
-        bags = self._check_input(bags)
-        return bags.X @ self.coef_ + self.intercept_
 
 
 register_method("misvm-miqp", MISVMClassifier, fixed={"method": "miqp"},

@@ -14,9 +14,19 @@ from milopt.estimators.registry import register_method
 
 VARIANT_CHOICES = ("exact", "inexact", "kernel")
 
+#: The settings of Seo et al. (2022), Section 4.1: exact pdMISVM with the RBF kernel (C = 1e-3,
+#: mu_0 = 1e-10) and inexact pdMISVM (eqs. 13-16) with the linear kernel (C = 1e4, mu_0 = 1e-8),
+#: tolerance 1e-5 for both; with Algorithm 1's closed-form T/U updates (``max_prox="paper"``).
+#: The paper states neither rho, the RBF width nor an iteration budget; those keep their defaults.
+PRESETS = {
+    "paper-rbf": {"variant": "kernel", "kernel": "rbf", "C": 1e-3, "mu": 1e-10, "tol": 1e-5, "max_prox": "paper"},
+    "paper-linear": {"variant": "inexact", "C": 1e4, "mu": 1e-8, "tol": 1e-5, "max_prox": "paper"},
+}
+
 
 class PDMISVMClassifier(MILClassifier):
-    """Primal-dual multi-instance SVM (Seo, Brand et al., Bioinformatics 2022; Brand et al., ICDM 2021).
+    """Primal-dual multi-instance SVM (Seo, Brand, Saldana Barco, Wang, "Scaling multi-instance support vector
+    machine to breast cancer detection on the BreaKHis dataset", Bioinformatics 2022; Brand et al., ICDM 2021).
 
     K-class objective (eq. 1) solved by the multi-block ADMM of Algorithm 1; prediction by
     eq. 2 (the class with the largest maximal instance response).  Binary MIL is K = 2.
@@ -47,6 +57,12 @@ class PDMISVMClassifier(MILClassifier):
         T/U updates: exact block minimiser or the paper's closed form (see the docs).
     random_state : int, default 0
         Seed of the Nystroem landmarks (the ADMM itself is deterministic).
+    preset : {None, 'paper-rbf', 'paper-linear'}, default None
+        The settings of the paper's Section 4.1 (see :data:`PRESETS`): ``paper-rbf`` = kernel
+        variant, RBF, C = 1e-3, mu = 1e-10, tol = 1e-5; ``paper-linear`` = inexact variant,
+        C = 1e4, mu = 1e-8, tol = 1e-5; both with ``max_prox='paper'`` (Algorithm 1's T/U updates).
+        The preset sets those keys; giving one of them a
+        different non-default value as well is refused (drop the preset to tune them).
 
     Attributes
     ----------
@@ -64,7 +80,7 @@ class PDMISVMClassifier(MILClassifier):
     """
 
     def __init__(self, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, tol=1e-6, variant="exact", kernel="rbf",
-                 gamma="auto", n_components=None, max_prox="exact", random_state=0):
+                 gamma="auto", n_components=None, max_prox="exact", random_state=0, preset=None):
         self.C = C
         self.mu = mu
         self.rho = rho
@@ -76,36 +92,59 @@ class PDMISVMClassifier(MILClassifier):
         self.n_components = n_components
         self.max_prox = max_prox
         self.random_state = random_state
+        self.preset = preset
 
     # ------------------------------------------------------------------ fit
+    def effective_params(self) -> dict:
+        """The hyper-parameters the fit uses: the constructor's, with ``preset`` applied."""
+        import inspect
+
+        keys = ("C", "mu", "rho", "max_iter", "tol", "variant", "kernel", "gamma", "n_components", "max_prox")
+        out = {k: getattr(self, k) for k in keys}
+        if self.preset in (None, "none", "None", ""):
+            return out
+        if self.preset not in PRESETS:
+            raise InvalidParameterError(f"preset: expected one of {', '.join(PRESETS)} (or none), got {self.preset!r}")
+        defaults = {k: v.default for k, v in inspect.signature(type(self).__init__).parameters.items()}
+        for k, v in PRESETS[self.preset].items():
+            mine = out[k]
+            if mine != defaults.get(k) and mine != v:
+                raise InvalidParameterError(f"preset={self.preset} sets {k}={v!r} but {k}={mine!r} was given; "
+                                            f"drop one of them")
+            out[k] = v
+        return out
+
     def _validate(self):
-        if self.variant not in VARIANT_CHOICES:
-            raise InvalidParameterError(f"variant: expected one of {', '.join(VARIANT_CHOICES)}, got {self.variant!r}")
-        check_params(self.C, self.mu, self.rho, self.max_iter, self.tol,
-                     "exact" if self.variant == "kernel" else self.variant, self.max_prox)
-        if self.variant == "kernel" and self.kernel not in KERNELS:
-            raise InvalidParameterError(f"kernel: expected one of {', '.join(KERNELS)}, got {self.kernel!r}")
+        p = self.effective_params()
+        if p["variant"] not in VARIANT_CHOICES:
+            raise InvalidParameterError(f"variant: expected one of {', '.join(VARIANT_CHOICES)}, got {p['variant']!r}")
+        check_params(p["C"], p["mu"], p["rho"], p["max_iter"], p["tol"],
+                     "exact" if p["variant"] == "kernel" else p["variant"], p["max_prox"])
+        if p["variant"] == "kernel" and p["kernel"] not in KERNELS:
+            raise InvalidParameterError(f"kernel: expected one of {', '.join(KERNELS)}, got {p['kernel']!r}")
+        return p
 
     def fit(self, bags, y=None):
         self._validate()                      # refuse bad hyper-parameters before touching data
         return super().fit(bags, y)
 
     def _fit(self, bags: Bags):
-        yk = np.searchsorted(self.classes_, bags.y)
+        yk = np.unique(bags.y, return_inverse=True)[1]  # 0..K-1 whatever labels the caller used
         K = self.classes_.size
         X = bags.X
-        kw = dict(C=self.C, mu=self.mu, rho=self.rho, max_iter=self.max_iter, tol=self.tol,
-                  max_prox=self.max_prox)
-        if self.variant == "kernel":
-            Z, support, M, g = kernel_features(X, self.kernel, self.gamma, self.n_components, self.random_state)
+        p = self._validate()
+        self.variant_, self.kernel_ = p["variant"], p["kernel"]
+        kw = dict(C=p["C"], mu=p["mu"], rho=p["rho"], max_iter=p["max_iter"], tol=p["tol"], max_prox=p["max_prox"])
+        if p["variant"] == "kernel":
+            Z, support, M, g = kernel_features(X, p["kernel"], p["gamma"], p["n_components"], self.random_state)
             W, b, res = pdmisvm_admm(Z, bags.bag_ptr, yk, K, variant="exact", **kw)
             self.support_ = support
             self.dual_coef_ = M @ W
             self.gamma_ = g
-            self.coef_ = self.dual_coef_.T @ support if self.kernel == "linear" else None
+            self.coef_ = self.dual_coef_.T @ support if p["kernel"] == "linear" else None
             rank = Z.shape[1]
         else:
-            W, b, res = pdmisvm_admm(X, bags.bag_ptr, yk, K, variant=self.variant, **kw)
+            W, b, res = pdmisvm_admm(X, bags.bag_ptr, yk, K, variant=p["variant"], **kw)
             self.coef_ = W.T.copy()
             rank = None
         self.intercept_ = b
@@ -114,7 +153,9 @@ class PDMISVMClassifier(MILClassifier):
         self.n_iter_ = res.iterations
         self.fit_info_ = {"objective": float(res.objective), "iterations": int(res.iterations),
                           "residual": float(res.extra["residual"]), "termination": str(res.termination),
-                          "solve_seconds": float(res.wall_time), "final_mu": float(res.extra["final_mu"])}
+                          "solve_seconds": float(res.wall_time), "final_mu": float(res.extra["final_mu"]),
+                          "preset": self.preset,
+                          "params": {k: p[k] for k in ("variant", "kernel", "C", "mu", "tol", "max_prox")}}
         if rank is not None:
             self.fit_info_["kernel_rank"] = int(rank)
         return self
@@ -123,12 +164,13 @@ class PDMISVMClassifier(MILClassifier):
     def instance_responses(self, bags) -> np.ndarray:
         """Instance responses w_m'x + b_m, shape (n_instances, K)."""
         bags = self._check_input(bags)
-        if self.variant == "kernel":
+        if getattr(self, "variant_", self.variant) == "kernel":
             X = bags.X
             out = np.empty((X.shape[0], self.classes_.size))
             step = max(1, int(2e7 // max(self.support_.shape[0], 1)))     # bounded kernel blocks
             for s in range(0, X.shape[0], step):
-                out[s:s + step] = kernel_matrix(X[s:s + step], self.support_, self.kernel, self.gamma_) @ self.dual_coef_
+                out[s:s + step] = (kernel_matrix(X[s:s + step], self.support_, self.kernel_, self.gamma_)
+                                  @ self.dual_coef_)
             return out + self.intercept_
         return bags.X @ self.coef_.T + self.intercept_
 
@@ -150,9 +192,11 @@ class PDMISVMClassifier(MILClassifier):
 
     def predict(self, bags) -> np.ndarray:
         """Eq. 2: the class with the largest bag response (ties to the first class)."""
-        return self.classes_[np.argmax(self.bag_responses(bags), axis=1)]
+        S = self.bag_responses(bags)  # checks that the model is fitted first
+        return self.classes_[np.argmax(S, axis=1)]
 
 
 register_method("pdmisvm", PDMISVMClassifier,
                 doc="pdMISVM (Seo, Brand et al. 2022): multi-class MI-SVM by multi-block ADMM; keys C, mu, rho, "
-                    "max_iter, tol, variant=exact|inexact|kernel, kernel=rbf|linear, gamma, n_components")
+                    "max_iter, tol, variant=exact|inexact|kernel, kernel=rbf|linear, gamma, n_components, "
+                    "preset=paper-rbf|paper-linear (the paper's Section 4.1 settings)")

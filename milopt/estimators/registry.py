@@ -1,16 +1,25 @@
-"""Registry of fit methods reachable as ``milopt fit NAME``.
+"""Registry of fit methods reachable as ``milopt fit NAME`` and ``milopt.estimator(NAME)``.
 
-An estimator module calls :func:`register_method` at import time and is listed in
-:data:`METHOD_MODULES`.  CLI keys (``--set key=value``) are constructor parameters of the
-estimator class; ``fixed`` parameters are set by the method name itself (e.g. ``kernel``).
+An estimator module calls :func:`register_method` at import time; a built-in module is listed
+in :data:`METHOD_MODULES`, a plugin module registers itself when it is loaded (``milopt
+--plugin FILE``, a bench configuration's ``imports``).  The keys of a method (``--set
+key=value``) are the constructor parameters of its class, less the ``fixed`` ones set by the
+method name itself (e.g. ``kernel``); their declaration (:class:`~milopt.params.ParamSet`) is
+the class attribute ``param_spec`` where given, else the shared :data:`COMMON` declarations
+for conventional names (``C``, ``time_limit``, ``max_iter``, ...), else inferred from the
+constructor's default.
+
+Besides the registered methods, every formulation whose solution is a classifier can be
+fitted under its own name (``milopt fit misvm-bigm --set norm=l1``): the generic
+:class:`~milopt.estimators.formulation.FormulationClassifier` builds, solves and decodes it.
 """
 from __future__ import annotations
 
-import importlib
-import inspect
 from dataclasses import dataclass, field
 
 from milopt.errors import InvalidParameterError
+from milopt.params import Bool, Float, Int, ParamSet
+from milopt.plugins import import_all
 
 METHOD_MODULES = [
     "milopt.estimators.misvm",
@@ -20,6 +29,28 @@ METHOD_MODULES = [
     "milopt.estimators.batch",
     "milopt.estimators.vgpmil",
 ]
+
+#: declarations shared by every method that has a constructor parameter of that name (the
+#: estimator's own default is kept)
+COMMON = ParamSet(
+    C=Float(1.0, "misclassification cost", gt=0),
+    nu=Float(1.0, "cost of the slacks", gt=0),
+    time_limit=Float(None, "seconds per solve", gt=0, finite=False),
+    mip_gap=Float(None, "relative gap at which branch and bound stops", ge=0, lt=1),
+    tol=Float(1e-3, "stopping tolerance", gt=0),
+    max_iter=Int(50, "maximum number of iterations", ge=1),
+    restarts=Int(1, "random restarts", ge=1),
+    threads=Int(None, "solver threads", ge=1),
+    random_state=Int(0, "seed", none=True),
+    warm_start=Bool(True, "start the solver from a cheap feasible point"),
+    scale_samples=Bool(True, "standardise the samples of distributional instances"),
+    distributional=Bool(False, "instances are samples (kernel mean embeddings)"),
+)
+
+
+def _declared(cls) -> ParamSet:
+    own = ParamSet.coerce_spec(getattr(cls, "param_spec", None))
+    return ParamSet(COMMON, own)
 
 
 @dataclass(frozen=True)
@@ -31,18 +62,38 @@ class MethodSpec:
     scale: bool = True          # standardise features with training statistics in CV / fit
     needs: tuple = ()           # data requirements: "coords", "samples"
 
+    @property
+    def params(self) -> ParamSet:
+        """The typed declaration of the method's keys (defaults are the constructor's)."""
+        ps = ParamSet.from_signature(self.cls.__init__, skip=self.fixed, declared=_declared(self.cls))
+        sig_defaults = _signature_defaults(self.cls)
+        for k, p in ps.items():
+            if k in sig_defaults and p.default != sig_defaults[k]:
+                q = p.named(k)
+                q.default = sig_defaults[k]
+                q.none = q.none or q.default is None
+                dict.__setitem__(ps, k, q)
+        return ps
+
     def keys(self) -> list[str]:
-        sig = inspect.signature(self.cls.__init__)
-        return [p for p in sig.parameters if p != "self" and p not in self.fixed]
+        return list(self.params)
+
+    def validate(self, params: dict | None) -> dict:
+        """Typed copy of ``params`` (unknown keys and bad values raise, naming the key)."""
+        return self.params.validate(params, self.name)
+
+    def resolve(self, params: dict | None, seed: int | None = None) -> dict:
+        """Every constructor value the method uses: defaults completed by ``params``."""
+        out = self.params.resolve(params, self.name)
+        if seed is not None and "random_state" in out and "random_state" not in (params or {}):
+            out["random_state"] = seed
+        return out
 
     def make(self, params: dict | None = None, seed: int | None = None):
-        params = dict(params or {})
-        keys = self.keys()
-        unknown = [k for k in params if k not in keys]
-        if unknown:
-            raise InvalidParameterError(f"{self.name}: unknown key(s) {unknown}; accepted keys: {', '.join(keys)}")
-        kw = {**self.fixed, **params}
-        if seed is not None and "random_state" in keys and "random_state" not in params:
+        """The estimator for ``params`` (validated; ``seed`` fills ``random_state`` when not set)."""
+        typed = self.validate(params)
+        kw = {**self.fixed, **typed}
+        if seed is not None and "random_state" in self.params and "random_state" not in typed:
             kw["random_state"] = seed
         try:
             return self.cls(**kw)
@@ -50,28 +101,50 @@ class MethodSpec:
             raise InvalidParameterError(f"{self.name}: {exc}") from None
 
 
+def _signature_defaults(cls) -> dict:
+    import inspect
+
+    return {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()
+            if p.default is not p.empty}
+
+
 _METHODS: dict[str, MethodSpec] = {}
 
 
 def register_method(name: str, cls: type, *, fixed: dict | None = None, doc: str = "", scale: bool = True,
                     needs: tuple = ()) -> MethodSpec:
+    """Make ``cls`` (a :class:`~milopt.estimators.base.MILClassifier`) fittable as ``name``."""
     spec = MethodSpec(name, cls, dict(fixed or {}), doc, scale, tuple(needs))
     _METHODS[name] = spec
     return spec
 
 
 def methods() -> dict[str, MethodSpec]:
-    for mod in METHOD_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise
+    """The registered methods (imports every built-in estimator module)."""
+    import_all(METHOD_MODULES)
     return dict(_METHODS)
 
 
+def formulation_method(name: str) -> MethodSpec | None:
+    """The generic method fitting formulation ``name``, or None when there is no such formulation."""
+    from milopt import models
+
+    if name not in models.names():
+        return None
+    from milopt.estimators.formulation import classifier_class
+
+    f = models.formulation(name)
+    cls = classifier_class(f)
+    return MethodSpec(name, cls, {}, f"the formulation {name} solved by the driver, decoded as a classifier")
+
+
 def get_method(name: str) -> MethodSpec:
+    """The method called ``name``: a registered method, else a fittable formulation."""
     ms = methods()
-    if name not in ms:
-        raise InvalidParameterError(f"unknown method {name!r}; available: {', '.join(sorted(ms))}")
-    return ms[name]
+    if name in ms:
+        return ms[name]
+    spec = formulation_method(name)
+    if spec is not None:
+        return spec
+    raise InvalidParameterError(f"unknown method {name!r}; available: {', '.join(sorted(ms))} "
+                                "(or a formulation name from milopt list)")

@@ -28,8 +28,9 @@ class VGPMILClassifier(MILClassifier):
     Parameters
     ----------
     theta : {'gamma', 'pg'}
-        GSM of the likelihood: ``'pg'`` the logistic (VGPMIL, Haußmann et al. 2017),
-        ``'gamma'`` ψ(f) = (1 + f²/(2β))^{-α} (G-VGPMIL, Castro-Macías et al.).
+        GSM of the likelihood: ``'pg'`` the logistic, ψ = hyperbolic secant (VGPMIL of Haußmann
+        et al. 2017, in the Pólya-Gamma form PG-VGPMIL of Castro-Macías et al., §3), ``'gamma'``
+        ψ(f) ∝ (β + f²/2)^{-α} (G-VGPMIL, Castro-Macías et al., eq. 38).
     alpha, beta : float
         Gamma GSM parameters (ignored for ``'pg'``). The per-instance loss
         -(y - ½)f + α log(1 + f²/(2β)) has a finite minimiser only when β ≤ 2α²; larger β
@@ -46,7 +47,8 @@ class VGPMILClassifier(MILClassifier):
     lengthscale_grid : tuple of float
         Multipliers of the median squared distance tried when ``lengthscale='auto'``.
     H : float
-        Bag likelihood p(T_b | y_b) = H^{G_b}/(H + 1); larger means the max-rule is enforced harder.
+        Bag likelihood p(T_b | y_b) = H^{G_b}/(H + 1) (eq. 4); larger means the max-rule is
+        enforced harder. 100 as in the paper (§6); the released code uses 10¹².
     warmup : int
         Epochs with q(y_n) fixed at the bag label (π_n = T_b) before the MIL updates of π start:
         q(u) starts from the single-instance GP fit.
@@ -54,19 +56,34 @@ class VGPMILClassifier(MILClassifier):
         Maximum number of epochs.
     tol : float
         Relative ELBO change that ends the coordinate ascent.
+    early_stopping : bool
+        Early stopping as in the paper's protocol (§6: halt when the validation bag AUC has not
+        improved for ``patience`` epochs), on a stratified ``validation_fraction`` of the training
+        bags. ``False`` (``--set early_stopping=false``) runs the coordinate ascent to convergence
+        (relative ELBO change < ``tol`` and max |Δπ| < 10⁻³, or ``max_iter`` epochs).
     validation_fraction : float
-        Fraction of the training bags held out (stratified) for inner validation; 0 disables it
-        (then ``lengthscale='auto'`` takes the middle multiplier of the grid and the coordinate
-        ascent runs to convergence).
+        Fraction of the training bags held out (stratified) for inner validation; 0 also disables
+        it (then ``lengthscale='auto'`` takes the middle multiplier of the grid).
     patience : int
         Early stopping: epochs without improvement of the validation bag AUC.
     refit : bool
         After inner validation, refit on all training bags with the chosen length scale and the
         chosen number of epochs (otherwise keep the early-stopped model fitted on the reduced set).
+    emax : {'max', 'exact'}
+        E[max y_{b∖n}] in the π update (eq. 25): ``'max'`` max_{j≠n} π_j (the public VGPMIL and
+        ψ-VGPMIL code), ``'exact'`` 1 − Π_{j≠n}(1 − π_j) under the factorised q(y).
+    damping : float
+        Step ω ∈ (0, 1] of the ``emax='max'`` π update, π ← π + ω(π' − π). ω = 1 is the public
+        code's update, which oscillates with period 2 and never converges (docs/vgpmil.md).
+    pi_init : {'label', 'half', 'random'}
+        Start of q(y): π_n = T_b, ½T_b, or U(0, 1) draws as in Algorithm 1 (seeded).
     learn_kernel : bool
-        Also maximise the ELBO (eq. 29) over (v, l) with analytic gradients (L-BFGS-B, 5 steps per
-        epoch), starting from ``variance`` and the chosen length scale. Off by default: it lowered
-        held-out AUC (docs/vgpmil.md).
+        Algorithm 1, line 8: after every epoch maximise the kernel objective over (v, l)
+        (L-BFGS-B, 5 steps, analytic gradients), starting from ``variance`` and the chosen
+        length scale. Off by default (measured in docs/vgpmil.md).
+    kernel_bound : {'elbo', 'augmented'}
+        ``'elbo'``: 𝒥(λ) of eq. 29 (E_q[log ψ], −log Z by importance sampling for ψ ≠ φ);
+        ``'augmented'``: the tangent (augmented) bound at fixed q(ω) without log Z.
     bag_rule : {'max', 'noisy-or'}
         Bag probability: the largest instance probability, or 1 - Π(1 - p_n) (eqs. 34–37).
         Noisy-OR saturates on large bags (MUSK2 bags hold up to 1,044 instances: held-out AUC ≈ 0.51).
@@ -88,8 +105,9 @@ class VGPMILClassifier(MILClassifier):
     instance_threshold_ = 0.5
 
     def __init__(self, theta="gamma", alpha=1.0, beta=1.0, n_inducing=200, inducing_init="kmeans", variance=1.0,
-                 lengthscale="auto", lengthscale_grid=(0.25,), H=1e12, warmup=0, max_iter=100, tol=1e-5,
-                 validation_fraction=0.2, patience=10, refit=True, learn_kernel=False, bag_rule="max",
+                 lengthscale="auto", lengthscale_grid=(0.25,), H=100.0, warmup=0, max_iter=300, tol=1e-5,
+                 early_stopping=True, validation_fraction=0.2, patience=10, refit=True, emax="max", damping=0.5,
+                 pi_init="label", learn_kernel=False, kernel_bound="elbo", bag_rule="max",
                  predict_method="gh", n_samples=500, time_limit=None, blas_threads=1, random_state=0):
         self.theta = theta
         self.alpha = alpha
@@ -103,10 +121,15 @@ class VGPMILClassifier(MILClassifier):
         self.warmup = warmup
         self.max_iter = max_iter
         self.tol = tol
+        self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.refit = refit
+        self.emax = emax
+        self.damping = damping
+        self.pi_init = pi_init
         self.learn_kernel = learn_kernel
+        self.kernel_bound = kernel_bound
         self.bag_rule = bag_rule
         self.predict_method = predict_method
         self.n_samples = n_samples
@@ -137,6 +160,20 @@ class VGPMILClassifier(MILClassifier):
         if int(self.max_iter) < 1 or int(self.warmup) < 0 or int(self.patience) < 1:
             raise InvalidParameterError(f"max_iter >= 1, warmup >= 0, patience >= 1 required; got "
                                         f"{self.max_iter}, {self.warmup}, {self.patience}")
+        _as_bool(self.early_stopping, "early_stopping")
+        _as_bool(self.learn_kernel, "learn_kernel")
+        if self.emax not in ("max", "exact"):
+            raise InvalidParameterError(f"emax: expected 'max' or 'exact', got {self.emax!r}")
+        if self.pi_init not in ("label", "half", "random"):
+            raise InvalidParameterError(f"pi_init: expected 'label', 'half' or 'random', got {self.pi_init!r}")
+        if self.kernel_bound not in ("elbo", "augmented"):
+            raise InvalidParameterError(f"kernel_bound: expected 'elbo' or 'augmented', got {self.kernel_bound!r}")
+        try:
+            ok = 0.0 < float(self.damping) <= 1.0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise InvalidParameterError(f"damping: expected a value in (0, 1], got {self.damping!r}")
         if not (self.lengthscale == "auto" or (isinstance(self.lengthscale, (int, float)) and self.lengthscale > 0)):
             raise InvalidParameterError(f"lengthscale: expected 'auto' or a positive float, got {self.lengthscale!r}")
 
@@ -145,8 +182,9 @@ class VGPMILClassifier(MILClassifier):
                           H=float(self.H), theta=self.theta, alpha=float(self.alpha), beta=float(self.beta),
                           max_iter=int(max_iter), tol=self.tol if tol is None else tol, warmup=int(self.warmup),
                           validation=validation, patience=int(self.patience), bag_rule=self.bag_rule,
-                          learn_kernel=bool(self.learn_kernel), time_limit=self.time_limit,
-                          random_state=self.random_state)
+                          emax=self.emax, damping=float(self.damping), pi_init=self.pi_init,
+                          learn_kernel=_as_bool(self.learn_kernel, "learn_kernel"), kernel_bound=self.kernel_bound,
+                          time_limit=self.time_limit, random_state=self.random_state)
 
     # ------------------------------------------------------------------ fit
     def _fit(self, bags: Bags):
@@ -176,7 +214,8 @@ class VGPMILClassifier(MILClassifier):
                 raise InvalidParameterError(f"lengthscale_grid: expected positive multipliers, got {self.lengthscale_grid!r}")
         else:
             candidates = [float(self.lengthscale)]
-        use_val = float(self.validation_fraction) > 0 and bags.n_bags >= 10
+        use_val = (_as_bool(self.early_stopping, "early_stopping") and float(self.validation_fraction) > 0
+                   and bags.n_bags >= 10)
         selection = []
         chosen_l, chosen_epochs = candidates[len(candidates) // 2], int(self.max_iter)
         inner_model = None
@@ -215,7 +254,10 @@ class VGPMILClassifier(MILClassifier):
                           "lengthscale": float(post.lengthscale), "variance": float(post.variance),
                           "lengthscale_over_median": float(post.lengthscale / med),
                           "selected_epochs": int(chosen_epochs), "in_warmup": int(chosen_epochs <= int(self.warmup)),
-                          "termination": str(res.termination), "n_inducing": int(post.Z.shape[0])}
+                          "termination": str(res.termination), "n_inducing": int(post.Z.shape[0]),
+                          # early stopping: the refit replays the epochs chosen on the validation bags, so
+                          # its termination is "iteration_limit" by construction
+                          "stopping": "early_stopping" if use_val else "convergence"}
         if selection:
             self.fit_info_["inner_val_auc"] = float(max(s["val_auc"] for s in selection))
 
@@ -265,6 +307,17 @@ class VGPMILClassifier(MILClassifier):
 
     def predict(self, bags) -> np.ndarray:
         return np.where(self.decision_function(bags) > 0.0, self.classes_[-1], self.classes_[0])
+
+
+def _as_bool(value, name):
+    """A boolean parameter that may arrive from the CLI as a string (``--set early_stopping=false``)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
+        return value.strip().lower() in ("true", "1", "yes", "on")
+    raise InvalidParameterError(f"{name}: expected true or false, got {value!r}")
 
 
 def _segment_argmax(values, ptr):

@@ -579,7 +579,8 @@ def _register():
     from milopt.solvers.driver import Backend, register_backend
 
     register_backend(Backend(
-        name="bnb", classes=frozenset({"MIQP", "QP"}), module="numpy", run=_run, version=_version,
+        name="bnb", classes=frozenset({"MIQP", "QP"}), module="numpy", generic=False, run=_run, version=_version,
+        formulations=("misvm-bigm",),
         description="milopt's branch and bound over witness selections for MI-SVM (misvm-bigm, l2, linear)"))
 
 

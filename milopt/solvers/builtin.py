@@ -45,6 +45,14 @@ def _scip_with_full_start():
         from pyomo.contrib.solver.solvers.scip.scip_direct import ScipDirect
 
         class _Scip(ScipDirect):
+            _milopt_deadline = None
+
+            def _create_solver_model(self, model, config):
+                out = super()._create_solver_model(model, config)
+                if self._milopt_deadline is not None:  # the hand-off to SCIP counts against the limit
+                    config.time_limit = max(0.01, self._milopt_deadline - time.perf_counter())
+                return out
+
             def _mipstart(self):
                 sol = self._solver_model.createPartialSol()
                 for pyomo_var, scip_var in self._pyomo_var_to_solver_var_map.items():
@@ -60,7 +68,10 @@ def _run_pyomo(name: str, pyomo_name: str, version, model, opts, native_options,
     from pyomo.contrib.solver.common.factory import SolverFactory
     from pyomo.contrib.solver.common.results import SolutionStatus as PS
 
+    t_entry = time.perf_counter()
     solver = _scip_with_full_start() if pyomo_name == "scip_direct" else SolverFactory(pyomo_name)
+    if pyomo_name == "scip_direct" and opts["time_limit"] is not None:
+        solver._milopt_deadline = t_entry + float(opts["time_limit"])
     kw = dict(load_solutions=False, raise_exception_on_nonoptimal_result=False, tee=bool(opts["verbose"]))
     if opts["time_limit"] is not None:
         kw["time_limit"] = float(opts["time_limit"])
@@ -111,7 +122,7 @@ def _run_highs(model, opts):
 
     thr = opts["threads"]
     if thr is not None and _HIGHS_THREADS[0] is not None and thr != _HIGHS_THREADS[0]:
-        highspy.Highs.resetGlobalScheduler(True)  # SOLVER_NOTES: scheduler re-initialisation
+        highspy.Highs.resetGlobalScheduler(True)  # docs/solvers.md: scheduler re-initialisation
     if thr is not None:
         _HIGHS_THREADS[0] = thr
     native = {"output_flag": bool(opts["verbose"])}
@@ -176,19 +187,3 @@ register_backend(Backend(
     name="gurobi", classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS"}),
     module="gurobipy", run=_run_gurobi, version=_gurobi_version,
     description="Gurobi (commercial; optional, used when gurobipy is installed)"))
-
-
-# ------------------------------------------------------------------------ Ipopt
-try:  # the cyipopt bridge lives in its own module (continuous LP/QP only)
-    import milopt.solvers.ipopt_backend  # noqa: F401
-except ModuleNotFoundError as _exc:  # pragma: no cover - module not written yet
-    if _exc.name != "milopt.solvers.ipopt_backend":
-        raise
-
-try:  # SCIP through PySCIPOpt directly: indicator constraints (see scip_native.py)
-    import milopt.solvers.scip_native  # noqa: F401
-except ModuleNotFoundError as _exc:  # pragma: no cover
-    if _exc.name != "milopt.solvers.scip_native":
-        raise
-
-import milopt.solvers.bnb  # noqa: F401,E402  (registers the MI-SVM branch and bound "bnb")

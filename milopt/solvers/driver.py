@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -25,7 +24,7 @@ from typing import Callable
 import pyomo.environ as pe
 
 from milopt.errors import NoSolutionError, SolverUnavailableError, UnsupportedProblemError
-from milopt.solvers.result import SolutionStatus, SolveResult, Termination, relative_gap
+from milopt.solvers.result import SolutionStatus, SolveResult, Termination, finish, relative_gap  # noqa: F401
 
 PROBLEM_CLASSES = ("LP", "QP", "MILP", "MIQP", "QCQP", "MIQCQP")
 
@@ -45,6 +44,11 @@ class Backend:
     run : callable(model, options: dict) -> SolveResult
     version : callable() -> str
     description : str
+    formulations : tuple of str
+        When given, the only formulations (public names) the backend accepts, e.g. a method
+        specific branch and bound; empty: any model of its classes.
+    write : callable(model, path) -> dict, optional
+        Writer for models only this backend can represent (e.g. indicator constraints).
     """
 
     name: str
@@ -54,6 +58,12 @@ class Backend:
     version: Callable[[], str]
     description: str = ""
     aliases: tuple = ()
+    write: Callable | None = None
+    formulations: tuple = ()
+    #: False for a structure-aware backend that solves only some formulations of its classes
+    #: (e.g. ``bnb``): it is used when named or for those formulations, never chosen for
+    #: ``auto`` on other models nor listed as capable of a whole problem class
+    generic: bool = True
     _available: bool | None = field(default=None, repr=False)
 
     def available(self) -> bool:
@@ -64,8 +74,20 @@ class Backend:
                 self._available = False
         return self._available
 
-    def supports(self, cls: str, features=()) -> bool:
+    def supports(self, cls: str, features=(), formulation: str | None = None) -> bool:
+        if self.formulations and formulation not in self.formulations:
+            return False
         return cls in self.classes and all(f in self.classes for f in features)
+
+
+def model_formulation(model) -> str | None:
+    """Public name of the formulation a model was built from (set by the builders' callers;
+    else derived from the Pyomo model's name, ``misvm_bigm`` -> ``misvm-bigm``)."""
+    name = getattr(model, "_milopt_formulation", None)
+    if name:
+        return name
+    name = getattr(model, "name", None)
+    return name.replace("_", "-") if isinstance(name, str) and name != "unknown" else None
 
 
 _BACKENDS: dict[str, Backend] = {}
@@ -78,16 +100,26 @@ def register_backend(backend: Backend) -> Backend:
     return backend
 
 
+#: modules whose import registers the built-in backends (a plugin calls register_backend itself)
+BUILTIN_BACKENDS = ["milopt.solvers.builtin", "milopt.solvers.ipopt_backend", "milopt.solvers.scip_native",
+                    "milopt.solvers.bnb"]
+
+
 def backends() -> dict[str, Backend]:
     """Registered backends by name (installed or not)."""
-    import milopt.solvers.builtin  # noqa: F401  (registers the built-in backends)
+    from milopt.plugins import import_all
+
+    import_all(BUILTIN_BACKENDS)
 
     return {n: b for n, b in _BACKENDS.items() if n == b.name}
 
 
-def installed(cls: str | None = None, features=()) -> list[str]:
-    """Names of installed backends (that solve ``cls`` with ``features`` when given)."""
-    return [n for n, b in backends().items() if b.available() and (cls is None or b.supports(cls, features))]
+def installed(cls: str | None = None, features=(), formulation: str | None = None) -> list[str]:
+    """Names of installed backends (that solve ``cls`` with ``features`` when given; a backend
+    restricted to some formulations only when ``formulation`` is one of them)."""
+    return [n for n, b in backends().items()
+            if b.available() and (cls is None or (b.supports(cls, features, formulation)
+                                                  and (b.generic or formulation in b.formulations)))]
 
 
 def get_backend(name: str) -> Backend:
@@ -143,10 +175,15 @@ def classify(model) -> tuple[str, tuple]:
     return cls, tuple(dict.fromkeys(feats))
 
 
-def check_supported(backend: Backend, cls: str, features=()) -> None:
-    if not backend.supports(cls, features):
+def check_supported(backend: Backend, cls: str, features=(), formulation: str | None = None) -> None:
+    if not backend.supports(cls, features, formulation):
         need = cls + (" with " + "/".join(features) if features else "")
-        able = installed(cls, features)
+        able = installed(cls, features, formulation)
+        if backend.formulations and formulation not in backend.formulations and backend.supports(
+                cls, features, backend.formulations[0]):
+            raise UnsupportedProblemError(
+                f"{backend.name} solves only {', '.join(backend.formulations)} models, not "
+                f"{formulation or 'this model'}; installed solvers that can: {', '.join(able) or 'none'}")
         raise UnsupportedProblemError(
             f"{backend.name} cannot solve {need} problems; installed solvers that can: "
             f"{', '.join(able) if able else 'none (install pyscipopt or a commercial solver)'}")
@@ -185,15 +222,17 @@ def solve(model, solver: str = "auto", *, time_limit: float | None = None, mip_g
         from milopt.errors import InvalidParameterError
         raise InvalidParameterError(f"mip_gap: expected a relative gap in [0, 1), got {mip_gap}")
     cls, feats = classify(model)
+    form = model_formulation(model)
     if solver == "auto":
         pref = {"LP": ["highs", "scip"], "MILP": ["highs", "scip"], "QP": ["highs", "ipopt", "scip"],
                 "MIQP": ["scip"], "QCQP": ["scip", "ipopt"], "MIQCQP": ["scip"]}.get(cls, [])
-        cands = [n for n in pref if n in installed(cls, feats)] + installed(cls, feats)
+        able = installed(cls, feats, form)
+        cands = [n for n in pref if n in able] + [n for n in able if not backends()[n].formulations] + able
         if not cands:
             raise UnsupportedProblemError(f"no installed solver handles {cls} problems; installed: {installed()}")
         solver = cands[0]
     backend = get_backend(solver)
-    check_supported(backend, cls, feats)
+    check_supported(backend, cls, feats, form)
     opts = dict(time_limit=time_limit, mip_gap=mip_gap, threads=threads, warm_start=warm_start,
                 verbose=verbose, options=dict(options or {}), problem_class=cls)
     t0 = time.perf_counter()
@@ -206,6 +245,10 @@ def solve(model, solver: str = "auto", *, time_limit: float | None = None, mip_g
                           wall_time=time.perf_counter() - t0, solver_version=_safe(backend.version),
                           problem_class=cls, log=f"{type(exc).__name__}: {exc}",
                           extra={"error": f"{type(exc).__name__}: {exc}"})
+    if res.termination == Termination.INTERRUPTED:
+        # the solver caught Ctrl-C (SCIP installs its own SIGINT handler, so Python never sees
+        # it): stop the caller too rather than return a half-solved model as a result
+        raise KeyboardInterrupt(f"{backend.name} was interrupted")
     if raise_on_no_solution and not res.ok:
         raise NoSolutionError(f"{backend.name} returned no solution (termination: {res.termination}); "
                               "raise the time limit or check the model")
@@ -217,27 +260,3 @@ def _safe(f):
         return f()
     except Exception:
         return ""
-
-
-def finish(solver: str, version: str, cls: str, termination: Termination, has_solution: bool,
-           objective, bound, wall: float, *, iterations=None, nodes=None, log="", extra=None,
-           integer: bool = False) -> SolveResult:
-    """Assemble a SolveResult with a consistent status and gap."""
-    if not has_solution:
-        status = SolutionStatus.NONE
-        objective = None
-    elif termination == Termination.OPTIMAL:
-        status = SolutionStatus.OPTIMAL
-    else:
-        status = SolutionStatus.FEASIBLE
-    objective = None if objective is None else float(objective)
-    if bound is not None:
-        bound = float(bound)
-        if not math.isfinite(bound):
-            bound = None
-    if status == SolutionStatus.OPTIMAL and bound is None:
-        bound = objective  # continuous optimum: the objective is its own bound
-    gap = relative_gap(objective, bound) if objective is not None else math.inf
-    return SolveResult(solver=solver, termination=termination, status=status, objective=objective, bound=bound,
-                       gap=gap, wall_time=float(wall), iterations=iterations, nodes=nodes, solver_version=version,
-                       problem_class=cls, log=log or "", extra=dict(extra or {}))

@@ -6,7 +6,7 @@ cached sparse matrix after an identity check, other rows from their expressions)
 ``generate_standard_repn(quadratic=True)`` gives the objective (linear part, constant, and the
 quadratic terms), and highspy writes the files.  Files written this
 way are read identically by HiGHS and SCIP: Pyomo's own ``.lp`` writer prints squared terms
-as ``x ^ 2``, which SCIP 10's LP reader rejects (SOLVER_NOTES.md).  Models with SOS or
+as ``x ^ 2``, which SCIP 10's LP reader rejects (docs/solvers.md).  Models with SOS or
 indicator constraints, which highspy cannot represent, fall back to Pyomo's writers with the
 ``^ 2`` spacing repaired.
 
@@ -27,7 +27,7 @@ import numpy as np
 import pyomo.environ as pe
 import scipy.sparse as sp
 
-from milopt.errors import InvalidParameterError
+from milopt.errors import InvalidDataError, InvalidParameterError
 
 INF = float("inf")
 
@@ -179,6 +179,47 @@ def _cached_rows(comp, cache, cols: _Columns):
     return (coo.row[sel].astype(np.int64), glob[coo.col[sel]], coo.data[sel], lb, ub, names, keep.size), stale
 
 
+def _cached_objective(qc, cols: _Columns):
+    """(c, c0, Q) of a matrix objective, fixed variables substituted, in the global columns."""
+    V = qc.variables
+    c = np.asarray(qc.c, dtype=float)
+    fixed = np.fromiter((v.fixed for v in V), dtype=bool, count=len(V))
+    F = np.flatnonzero(~fixed)
+    X = np.flatnonzero(fixed)
+    c0 = float(qc.c0)
+    Q = qc.Q
+    if X.size:
+        xv = np.array([float(V[j].value) for j in X])
+        c0 += float(c[X] @ xv)
+        if Q is not None:
+            QX = Q[:, X] if not sp.issparse(Q) else sp.csc_matrix(Q)[:, X]
+            qx = np.asarray(QX @ xv).ravel()
+            c0 += 0.5 * float(xv @ qx[X])
+            c = c + qx
+    glob = cols.add_many([V[j] for j in F])
+    n = len(cols.vars)
+    cg = np.zeros(n)
+    cg[glob] = c[F]
+    Qg = None
+    m = glob.size
+    if (Q is not None and not sp.issparse(Q) and X.size == 0 and m
+            and np.array_equal(glob, np.arange(glob[0], glob[0] + m))):
+        # dense matrix over contiguous columns: CSC straight from the column-major data (no COO)
+        k0 = int(glob[0])
+        indptr = np.concatenate([np.zeros(k0 + 1, dtype=np.int64), np.arange(1, m + 1, dtype=np.int64) * m,
+                                 np.full(n - k0 - m, m * m, dtype=np.int64)])
+        indices = np.tile(np.arange(k0, k0 + m, dtype=np.int32), m)
+        Qg = sp.csc_matrix((np.asarray(Q, dtype=float).ravel(order="F"), indices, indptr), shape=(n, n))
+        return cg, c0, Qg
+    if Q is not None:
+        QF = Q if X.size == 0 else (Q[np.ix_(F, F)] if not sp.issparse(Q) else sp.csc_matrix(Q)[F][:, F])
+        QF = sp.coo_matrix(QF)
+        if QF.nnz:
+            Qg = sp.csc_matrix((QF.data, (glob[QF.row], glob[QF.col])), shape=(n, n))
+            Qg.sum_duplicates()
+    return cg, c0, Qg
+
+
 def _extract(model, obj) -> MatrixForm:
     from pyomo.repn import generate_standard_repn
 
@@ -200,23 +241,29 @@ def _extract(model, obj) -> MatrixForm:
             blk = _linear_rows_generic(others, cols)
             if blk is not None:
                 blocks.append(blk)
-    repn = generate_standard_repn(obj.expr, quadratic=True, compute_values=True)
-    if repn.nonlinear_expr is not None:
-        raise InvalidParameterError(f"export: objective {obj.name} is neither linear nor quadratic")
-    lin_j = cols.add_many(list(repn.linear_vars))
-    qpairs = list(repn.quadratic_vars or ())
-    qi = cols.add_many([a for a, _ in qpairs])
-    qj = cols.add_many([b for _, b in qpairs])
-    n = len(cols.vars)
-    c = np.zeros(n)
-    np.add.at(c, lin_j, np.asarray(repn.linear_coefs, dtype=float))
-    Q = None
-    if qpairs:
-        qv = np.asarray(repn.quadratic_coefs, dtype=float)
-        # term q * x_i x_j  ->  ½ xᵀQx with Q_ij = Q_ji = q (i != j), Q_ii = 2q
-        Q = sp.csc_matrix((np.concatenate([qv, qv]), (np.concatenate([qi, qj]), np.concatenate([qj, qi]))),
-                          shape=(n, n))
-        Q.sum_duplicates()
+    qc = obj.quad_cache() if hasattr(obj, "quad_cache") else None
+    if qc is not None:  # an objective built from matrices (models._linear.add_quadratic_objective)
+        c, c0, Q = _cached_objective(qc, cols)
+        n = len(cols.vars)
+    else:
+        repn = generate_standard_repn(obj.expr, quadratic=True, compute_values=True)
+        if repn.nonlinear_expr is not None:
+            raise InvalidParameterError(f"export: objective {obj.name} is neither linear nor quadratic")
+        lin_j = cols.add_many(list(repn.linear_vars))
+        qpairs = list(repn.quadratic_vars or ())
+        qi = cols.add_many([a for a, _ in qpairs])
+        qj = cols.add_many([b for _, b in qpairs])
+        n = len(cols.vars)
+        c = np.zeros(n)
+        np.add.at(c, lin_j, np.asarray(repn.linear_coefs, dtype=float))
+        c0 = float(repn.constant or 0.0)
+        Q = None
+        if qpairs:
+            qv = np.asarray(repn.quadratic_coefs, dtype=float)
+            # term q * x_i x_j  ->  ½ xᵀQx with Q_ij = Q_ji = q (i != j), Q_ii = 2q
+            Q = sp.csc_matrix((np.concatenate([qv, qv]), (np.concatenate([qi, qj]), np.concatenate([qj, qi]))),
+                              shape=(n, n))
+            Q.sum_duplicates()
     # stack the row blocks
     offs = np.cumsum([0] + [b[6] for b in blocks])
     m = int(offs[-1])
@@ -247,7 +294,7 @@ def _extract(model, obj) -> MatrixForm:
         col_lb, col_ub, integ = col_lb[perm], col_ub[perm], integ[perm]
         V = [V[j] for j in perm]
     sense = 1 if obj.sense == pe.minimize else -1
-    return MatrixForm(c=c, c0=float(repn.constant or 0.0), Q=Q, A=A, row_lb=lb, row_ub=ub, col_lb=col_lb,
+    return MatrixForm(c=c, c0=c0, Q=Q, A=A, row_lb=lb, row_ub=ub, col_lb=col_lb,
                       col_ub=col_ub, integrality=integ.astype(bool), col_names=[v.name for v in V], row_names=names,
                       sense=sense, variables=V)
 
@@ -295,8 +342,32 @@ def to_highs(mf: MatrixForm, names: bool = True):
         model.hessian_ = hess
     st = h.passModel(model)
     if st == highspy.HighsStatus.kError:
-        raise RuntimeError("HiGHS refused the extracted model")
+        raise InvalidDataError("HiGHS refused the model (coefficients or bounds it cannot represent); "
+                               "rescale the data or keep feature standardisation on")
     return h
+
+
+#: HiGHS refuses matrix, cost and Hessian values of this size or more (its large_matrix_value)
+HIGHS_LARGE_VALUE = 1e15
+
+
+def check_magnitudes(mf: MatrixForm) -> None:
+    """Refuse, with a message naming the source, a model whose coefficients a solver cannot hold
+    (non-finite, or beyond HiGHS's 1e15 limit: data near 1e300 with standardisation off)."""
+    parts = [("constraint matrix", sp.csr_matrix(mf.A).data), ("objective", np.asarray(mf.c))]
+    if mf.Q is not None:
+        parts.append(("quadratic objective", sp.csr_matrix(mf.Q).data))
+    for what, vals in parts:
+        if vals.size == 0:
+            continue
+        big = np.abs(vals)
+        if not np.all(np.isfinite(big)):
+            raise InvalidDataError(f"the model's {what} holds infinite or NaN coefficients (from data values too "
+                                   "large to multiply); rescale the features or keep --set scale=true")
+        if big.max() >= HIGHS_LARGE_VALUE:
+            raise InvalidDataError(f"the model's {what} holds coefficients up to {big.max():.3g} (solvers accept "
+                                   f"less than {HIGHS_LARGE_VALUE:.0e}); the data has values of that size: rescale the "
+                                   "features or keep --set scale=true")
 
 
 _NAME_RE = re.compile(r"[^A-Za-z0-9_.]")
@@ -310,6 +381,8 @@ def _clean(name: str) -> str:
 def _has_special(model) -> bool:
     if any(True for _ in model.component_data_objects(pe.SOSConstraint, active=True)):
         return True
+    if str(getattr(model, "_milopt_class", "") or "").endswith("QCQP"):
+        return True  # quadratic rows: extract() takes linear rows only
     return bool(getattr(model, "_milopt_features", ()))
 
 
@@ -324,18 +397,30 @@ def export(model, path, *, names: bool = True) -> dict:
     fmt = suffixes[-2] if gz and len(suffixes) >= 2 else (suffixes[-1] if suffixes else "")
     if fmt not in (".mps", ".lp"):
         raise InvalidParameterError(f"export: file name must end in .mps or .lp (optionally .gz), got {path.name!r}")
+    anc = path.parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if anc.exists() and not anc.is_dir():
+        raise InvalidParameterError(f"cannot write {path}: {anc} is a regular file, not a directory")
+    if path.is_dir():
+        raise InvalidParameterError(f"cannot write {path}: it is a directory; give a file name ending in .mps or .lp")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
+    from pyomo.common.gc_manager import PauseGC
+
+    # no cyclic garbage collection while the matrices are assembled: a collection would walk
+    # every Pyomo expression of the model (about a second on MUSK2's 10^6 terms)
+    with PauseGC(), tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / ("model" + fmt)
         if getattr(model, "_milopt_indicators", None):
             # indicator constraints exist only as milopt declarations: SCIP's writers hold them
-            from milopt.solvers.scip_native import write as scip_write
+            from milopt.solvers.driver import get_backend
 
-            size = scip_write(model, target)
+            size = get_backend("scip-native").write(model, target)
         elif _has_special(model):
             size = _pyomo_write(model, target, fmt)
         else:
             mf = extract(model)
+            check_magnitudes(mf)
             h = to_highs(mf, names=names)
             st = h.writeModel(str(target))
             import highspy

@@ -12,7 +12,7 @@ this bridge extracts the model's matrices with :func:`milopt.solvers.export.extr
 and hands Ipopt exact derivatives: gradient :math:`c + Qx`, the constant Jacobian :math:`A`
 (sparse structure given once), and the Hessian of the Lagrangian
 :math:`\\sigma_f Q` (lower triangle; the constraints are linear so their multipliers do not
-enter it).  Options: ``mu_strategy=adaptive`` by default (SOLVER_NOTES.md: with Ipopt's
+enter it).  Options: ``mu_strategy=adaptive`` by default (measured: with Ipopt's
 monotone default an SVM-shaped QP had not finished after 270 s, adaptive took 42 s),
 ``max_wall_time`` for the time limit, ``print_level=0`` and no banner unless ``verbose``.
 Ipopt writes its log from C straight to the process's stdout, never through a pipe that
@@ -56,6 +56,27 @@ _STATUS = {
 }
 
 
+#: Ipopt's ApplicationReturnStatus names (IpReturnCodes_inc.h) with a short explanation
+_MESSAGES = {
+    0: "Solve_Succeeded: optimal solution found",
+    1: "Solved_To_Acceptable_Level: solved to the acceptable (looser) tolerances",
+    2: "Infeasible_Problem_Detected: the problem is (locally) infeasible",
+    3: "Search_Direction_Becomes_Too_Small: no further progress possible",
+    4: "Diverging_Iterates: the iterates diverge (unbounded problem?)",
+    5: "User_Requested_Stop: stopped by a callback (interrupted)",
+    6: "Feasible_Point_Found: a feasible point of a square problem",
+    -1: "Maximum_Iterations_Exceeded: iteration limit reached",
+    -2: "Restoration_Failed: the feasibility restoration phase failed",
+    -3: "Error_In_Step_Computation: the step could not be computed",
+    -4: "Maximum_CpuTime_Exceeded: CPU time limit reached",
+    -5: "Maximum_WallTime_Exceeded: wall-clock time limit reached",
+    -10: "Not_Enough_Degrees_Of_Freedom: more equality constraints than variables",
+    -11: "Invalid_Problem_Definition: the problem data are invalid",
+    -12: "Invalid_Option: an option value was rejected",
+    -13: "Invalid_Number_Detected: NaN or infinity in the problem functions",
+}
+
+
 def _ipopt_version() -> str:
     import cyipopt
 
@@ -64,19 +85,50 @@ def _ipopt_version() -> str:
     return f"{iv} (cyipopt {cyipopt.__version__})"
 
 
+def _hessian(Q):
+    """(Q for products, (rows, cols, values) of its lower triangle).  A Q that is dense over a
+    block of columns (a kernel matrix held as a matrix objective) stays a dense block: products
+    by BLAS, triangle indices by ``np.tril_indices`` instead of sparse conversions of n² entries."""
+    Q = sp.csc_matrix(Q)
+    cols = np.flatnonzero(np.diff(Q.indptr))
+    m = cols.size
+    if m and Q.nnz == m * m and cols[-1] - cols[0] == m - 1:
+        k0 = int(cols[0])
+        block = Q[:, k0:k0 + m]
+        if np.array_equal(block.indices[:m], np.arange(k0, k0 + m)) and np.all(np.diff(block.indptr) == m):
+            D = block.data.reshape(m, m).T          # column-major data -> row-major block (symmetric)
+            r, c = np.tril_indices(m)
+            return _DenseBlock(D, k0, Q.shape[0]), (r.astype(np.int32) + k0, c.astype(np.int32) + k0, D[r, c])
+    Qc = sp.csr_matrix(Q)
+    L = sp.tril(Qc, format="coo")
+    return Qc, (L.row.astype(np.int32), L.col.astype(np.int32), L.data.astype(float))
+
+
+class _DenseBlock:
+    """A symmetric matrix that is zero except for a dense block on columns/rows k0..k0+m-1."""
+
+    def __init__(self, D, k0, n):
+        self.D, self.k0, self.n = np.ascontiguousarray(D), k0, n
+
+    def __matmul__(self, x):
+        out = np.zeros(self.n)
+        s = slice(self.k0, self.k0 + self.D.shape[0])
+        out[s] = self.D @ x[s]
+        return out
+
+
 class _QPCallbacks:
     """cyipopt callbacks for min cᵀx + ½xᵀQx + c0 s.t. linear rows (exact derivatives)."""
 
     def __init__(self, c, c0, Q, A, history: list):
         self.c = c
         self.c0 = c0
-        self.Q = None if Q is None or Q.nnz == 0 else sp.csr_matrix(Q)
+        self.Q = None if Q is None or Q.nnz == 0 else Q
         A = sp.coo_matrix(A)
         self.jrow, self.jcol, self.jval = A.row.astype(np.int32), A.col.astype(np.int32), A.data.astype(float)
         self.A = sp.csr_matrix(A)
         if self.Q is not None:
-            L = sp.tril(self.Q, format="coo")
-            self.hrow, self.hcol, self.hval = L.row.astype(np.int32), L.col.astype(np.int32), L.data.astype(float)
+            self.Q, (self.hrow, self.hcol, self.hval) = _hessian(self.Q)
         else:
             self.hrow = self.hcol = np.zeros(0, dtype=np.int32)
             self.hval = np.zeros(0)
@@ -155,8 +207,8 @@ def _run_ipopt(model, opts):
         prob.add_option("hessian_constant", "yes")
         prob.add_option("jac_c_constant", "yes")
         prob.add_option("jac_d_constant", "yes")
-        if opts["time_limit"] is not None:
-            prob.add_option("max_wall_time", float(opts["time_limit"]))
+        if opts["time_limit"] is not None:  # the extraction above counts against the limit
+            prob.add_option("max_wall_time", max(0.01, float(opts["time_limit"]) - (time.perf_counter() - t0)))
         for k, v in opts["options"].items():  # native options last: they override the defaults
             prob.add_option(str(k), v)
         x0 = _start_point(mf, bool(opts["warm_start"]))
@@ -191,6 +243,8 @@ def _run_ipopt(model, opts):
     iters = history[-1]["iteration"] if history else None
     msg = info.get("status_msg", b"")
     msg = msg.decode(errors="replace") if isinstance(msg, bytes) else str(msg)
+    if status in _MESSAGES and (not msg or msg.lower().startswith("unknown")):
+        msg = _MESSAGES[status]  # cyipopt has no text for some codes (e.g. -5, the wall-time limit)
     extra = {"ipopt_status": status, "ipopt_message": msg, "max_violation": viol, "solve_seconds": solve_wall,
              "extract_seconds": t1 - t0, "acceptable": status == 1, "mu_strategy": opts["options"].get("mu_strategy", "adaptive")}
     hist = tuple({**h, "time": h["time"] - t1} for h in history)

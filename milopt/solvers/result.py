@@ -35,6 +35,10 @@ class SolutionStatus(IntEnum):
         return self.name.lower()
 
 
+#: a reported bound this close to zero (relative to max(1, |objective|)) is solver noise: 0
+BOUND_ZERO_TOL = 1e-8
+
+
 def relative_gap(objective: float | None, bound: float | None) -> float:
     """|objective - bound| / max(|objective|, 1e-10); inf when either is missing.
 
@@ -61,7 +65,10 @@ class SolveResult:
     bound : float or None
         Best proven bound (minimisation: lower bound); None when the solver gives none.
     gap : float
-        Relative gap |objective - bound| / max(|objective|, 1e-10); inf when unknown.
+        Relative gap |objective - bound| / max(|objective|, 1e-10); inf when unknown.  In
+        [0, 1] whenever objective and bound have the same sign (zero counts as either), e.g.
+        for every nonnegative SVM objective; larger only when they have opposite signs.
+        Bounds within ``BOUND_ZERO_TOL`` · max(1, |objective|) of zero are reported as 0.
     wall_time : float
         Seconds.
     iterations, nodes : int or None
@@ -91,6 +98,25 @@ class SolveResult:
     history: tuple = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self):
+        # Solvers report bounds with their numerical tolerances: a bound of -1e-9 on a
+        # nonnegative objective, or a gap of 1.0000000000015, is noise.  A bound within
+        # BOUND_ZERO_TOL · max(1, |objective|) of zero is 0; a gap between an objective and a
+        # bound of the same sign (zero counts as either) lies in [0, 1] and is clipped to it.
+        obj, bound, gap = self.objective, self.bound, self.gap
+        if bound is not None and math.isfinite(bound):
+            scale = max(1.0, abs(obj)) if obj is not None and math.isfinite(obj) else 1.0
+            if abs(bound) <= BOUND_ZERO_TOL * scale:
+                bound = 0.0
+                object.__setattr__(self, "bound", 0.0)
+        if gap is not None and math.isfinite(gap):
+            if gap < 0:
+                gap = 0.0
+            if (obj is not None and bound is not None and math.isfinite(obj) and math.isfinite(bound)
+                    and obj * bound >= 0):
+                gap = min(gap, 1.0)
+            object.__setattr__(self, "gap", float(gap))
+
     @property
     def ok(self) -> bool:
         """A solution is available (feasible or optimal)."""
@@ -112,3 +138,48 @@ class SolveResult:
             d["history"] = [dict(h) for h in self.history]
         d["extra"] = dict(self.extra)
         return d
+
+
+def finish(solver: str, version: str, cls: str, termination: Termination, has_solution: bool,
+           objective, bound, wall: float, *, iterations=None, nodes=None, log="", extra=None,
+           integer: bool = False, history=()) -> SolveResult:
+    """A backend's :class:`SolveResult` with a consistent status and gap.
+
+    No solution: status none, no objective.  Termination optimal: status optimal, and a
+    missing bound is the objective itself (a continuous optimum).  Otherwise: feasible.  The gap
+    is :func:`relative_gap` of objective and bound (infinite without either)."""
+    if not has_solution:
+        status = SolutionStatus.NONE
+        objective = None
+    elif termination == Termination.OPTIMAL:
+        status = SolutionStatus.OPTIMAL
+    else:
+        status = SolutionStatus.FEASIBLE
+    objective = None if objective is None else float(objective)
+    if bound is not None:
+        bound = float(bound)
+        if not math.isfinite(bound):
+            bound = None
+    if status == SolutionStatus.OPTIMAL and bound is None:
+        bound = objective  # continuous optimum: the objective is its own bound
+    gap = relative_gap(objective, bound) if objective is not None else math.inf
+    return SolveResult(solver=solver, termination=termination, status=status, objective=objective, bound=bound,
+                       gap=gap, wall_time=float(wall), iterations=iterations, nodes=nodes, solver_version=version,
+                       problem_class=cls, log=log or "", extra=dict(extra or {}), history=tuple(history))
+
+
+def native(solver: str, termination: Termination, objective, wall: float, *, iterations=None, history=(),
+           extra=None, version: str = "milopt") -> SolveResult:
+    """The :class:`SolveResult` of a native iterative method (problem class ``native``).
+
+    Status optimal when the method's own stopping test was met (termination optimal: converged,
+    a stationary point, not a certified global optimum), feasible when it stopped on a limit,
+    none when the objective is not a finite number.  No bound, so the gap is infinite."""
+    ok = objective is not None and math.isfinite(float(objective)) and termination != Termination.ERROR
+    status = (SolutionStatus.OPTIMAL if termination == Termination.OPTIMAL else SolutionStatus.FEASIBLE) if ok \
+        else SolutionStatus.NONE
+    return SolveResult(solver=solver, termination=termination, status=status,
+                       objective=None if objective is None else float(objective), bound=None, gap=math.inf,
+                       wall_time=float(wall), iterations=iterations, solver_version=version, problem_class="native",
+                       history=tuple(history), extra=dict(extra or {}))
+

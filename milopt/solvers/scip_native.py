@@ -5,8 +5,9 @@ indicator-constraint component and its ``scip_direct`` interface passes only row
 quadratic objective and SOS sets.  SCIP itself has indicator constraints
 (``Model.addConsIndicator``).  This backend builds the SCIP model from the matrix form
 (:func:`milopt.solvers.export.extract`: active rows, objective, bounds, integrality), adds the
-model's SOS1/SOS2 sets, and adds the indicator constraints a builder declared in
-``model._milopt_indicators``:
+model's SOS1/SOS2 sets, the branching priorities a builder declared in
+``model._milopt_branch_priority`` (pairs of a variable and an integer, higher first), and the
+indicator constraints a builder declared in ``model._milopt_indicators``:
 
 ``model._milopt_indicators = [{"rows": <deactivated IndexedConstraint built by add_linear_rows>,
 "binaries": [VarData per row], "active_value": 0 | 1}, ...]``
@@ -17,7 +18,7 @@ declares the feature ``INDICATOR`` so that the driver refuses every backend but 
 
 A quadratic objective is moved into an epigraph variable (SCIP objectives are linear):
 min cᵀx + t + c0 s.t. t ≥ ½xᵀQx.  SCIP is called in-process with its output off unless
-``verbose`` (no pipe is involved, so the blocking of SOLVER_NOTES cannot happen).
+``verbose`` (no pipe is involved, so SCIP cannot block on a full log pipe; docs/solvers.md).
 """
 from __future__ import annotations
 
@@ -145,6 +146,10 @@ def build_scip(model, verbose: bool = False):
             if np.isfinite(cache.ub[r]):
                 s.addConsIndicator(e <= float(cache.ub[r]) - const, binvar=zb, activeone=one)
                 n_ind += 1
+    # branching priorities a builder declared: [(VarData, int)], higher is branched on first
+    for v, prio in getattr(model, "_milopt_branch_priority", None) or ():
+        if not v.fixed:
+            s.chgVarBranchPriority(col(v), int(prio))
     # objective (epigraph for the quadratic part)
     sgn = mf.sense
     obj = _linexpr(ps, mf.c, xs[:n]) + float(mf.c0)
@@ -169,8 +174,8 @@ def write(model, path) -> dict:
 def _run(model, opts):
     t0 = time.perf_counter()
     s, xs, allvars, n_ind = build_scip(model, bool(opts["verbose"]))
-    if opts["time_limit"] is not None:
-        s.setParam("limits/time", float(opts["time_limit"]))
+    if opts["time_limit"] is not None:  # building the SCIP model counts against the limit
+        s.setParam("limits/time", max(0.01, float(opts["time_limit"]) - (time.perf_counter() - t0)))
     if opts["mip_gap"] is not None:
         s.setParam("limits/gap", float(opts["mip_gap"]))
     if opts["threads"] is not None:
@@ -211,5 +216,5 @@ def _run(model, opts):
 
 register_backend(Backend(
     name="scip-native", classes=frozenset({"LP", "MILP", "QP", "MIQP", "SOS", "INDICATOR"}), module="pyscipopt",
-    run=_run, version=_version,
+    run=_run, version=_version, write=write,
     description="SCIP via PySCIPOpt directly from the matrix form (adds indicator constraints Pyomo cannot pass)"))

@@ -1,0 +1,196 @@
+r"""Verification of a solver's answer against the model, and against the best known values.
+
+A benchmark result counts as solved only when it is verified (docs/library.md):
+
+1. **Feasibility** of the returned point :math:`x` in the model's matrix form
+   (``milopt.solvers.export.extract``: :math:`\ell \le Ax \le u`, :math:`l \le x \le h`,
+   :math:`x_j \in \mathbb{Z}` for integer columns).  A violation counts when it exceeds
+   ``FEAS_TOL`` = 1e-6 relative to :math:`\max(1, |\text{bound}|)` -- the convention of
+   SCIP's and HiGHS's primal feasibility tolerance.  SOS1 and indicator constraints are
+   checked on the Pyomo model (at most one nonzero per set; the implied row when the
+   indicator is active).
+2. **Objective recomputed**: :math:`c^\top x + \tfrac12 x^\top Q x + c_0` must equal the
+   objective the solver reported within ``OBJ_TOL`` = 1e-5 relative to :math:`\max(1, |f|)`
+   (SCIP carries a quadratic objective as an epigraph row :math:`t \ge \tfrac12 x^\top Q x`
+   satisfied only to its feasibility tolerance 1e-6, so its reported value may differ by
+   that much; the recomputed value is the one compared with best known values).
+3. **Agreement with the .solu** (done in the report): the objective is compared with the
+   best known value within the benchmark's gap tolerance.
+
+A ``.sol`` file (``name value`` per line, the MIPLIB convention; ``=obj=`` lines and
+comments ignored) can be verified the same way against a catalogue instance.
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from milopt.errors import InvalidParameterError
+
+FEAS_TOL = 1e-6
+OBJ_TOL = 1e-5
+
+
+def _rel_excess(val, lo, hi):
+    """Violation of lo <= val <= hi relative to max(1, |bound|) (vectorised)."""
+    with np.errstate(invalid="ignore"):
+        below = np.where(np.isfinite(lo), (lo - val) / np.maximum(1.0, np.abs(lo)), 0.0)
+        above = np.where(np.isfinite(hi), (val - hi) / np.maximum(1.0, np.abs(hi)), 0.0)
+    return np.maximum(np.maximum(below, above), 0.0)
+
+
+def check_point(mf, x: np.ndarray, objective: float | None) -> dict:
+    """Check ``x`` (column order of the MatrixForm ``mf``) and the reported ``objective``.
+
+    Returns a dict: ``feasible`` (bool), ``max_violation`` (relative), ``where`` (what
+    violates most), ``integrality`` (largest distance to an integer), ``objective_recomputed``,
+    ``objective_error`` (relative), ``verified`` (both checks pass) and ``reason``.
+    """
+    x = np.asarray(x, dtype=float)
+    out = {"verified": False, "feasible": False, "max_violation": None, "where": "", "integrality": 0.0,
+           "objective_recomputed": None, "objective_error": None, "reason": ""}
+    if x.shape != mf.c.shape or not np.all(np.isfinite(x)):
+        out["reason"] = "no complete finite solution to check"
+        return out
+    ax = mf.A @ x
+    rv = _rel_excess(ax, mf.row_lb, mf.row_ub)
+    cv = _rel_excess(x, mf.col_lb, mf.col_ub)
+    iv = np.abs(x[mf.integrality] - np.round(x[mf.integrality])) if mf.integrality.any() else np.zeros(0)
+    worst = [(float(rv.max()) if rv.size else 0.0, "row", int(rv.argmax()) if rv.size else -1),
+             (float(cv.max()) if cv.size else 0.0, "bound", int(cv.argmax()) if cv.size else -1),
+             (float(iv.max()) if iv.size else 0.0, "integrality", -1)]
+    v, kind, k = max(worst, key=lambda t: t[0])
+    out["max_violation"] = v
+    out["integrality"] = worst[2][0]
+    if v > FEAS_TOL:
+        name = (mf.row_names[k] if kind == "row" and k < len(mf.row_names) else
+                mf.col_names[k] if kind == "bound" and k < len(mf.col_names) else "")
+        out["where"] = f"{kind} {name}".strip()
+    out["feasible"] = v <= FEAS_TOL
+    obj = float(mf.c @ x + mf.c0 + (0.5 * x @ (mf.Q @ x) if mf.Q is not None else 0.0))
+    out["objective_recomputed"] = obj
+    if objective is not None and math.isfinite(objective):
+        err = abs(obj - objective) / max(1.0, abs(obj))
+        out["objective_error"] = err
+        obj_ok = err <= OBJ_TOL
+    else:
+        obj_ok = False
+    reasons = []
+    if not out["feasible"]:
+        reasons.append(f"infeasible: {out['where']} violated by {v:.3g} (relative; tolerance {FEAS_TOL:g})")
+    if not obj_ok:
+        reasons.append("no objective reported" if out["objective_error"] is None else
+                       f"reported objective {objective:.10g} differs from the recomputed {obj:.10g} "
+                       f"(relative {out['objective_error']:.3g} > {OBJ_TOL:g})")
+    out["verified"] = bool(out["feasible"] and obj_ok)
+    out["reason"] = "; ".join(reasons)
+    return out
+
+
+def _special_violation(model) -> tuple[float, str]:
+    """Largest violation of SOS1 sets and indicator implications on the Pyomo model's values."""
+    import pyomo.environ as pe
+
+    worst, where = 0.0, ""
+    for sos in model.component_data_objects(pe.SOSConstraint, active=True):
+        vals = sorted((abs(v.value or 0.0) for v in sos.get_variables()), reverse=True)
+        if len(vals) > 1 and vals[1] > worst:
+            worst, where = vals[1], f"SOS1 {sos.name}"
+    for blk in getattr(model, "_milopt_indicators", None) or ():
+        try:
+            zs, rows = blk["binaries"], list(blk["rows"]._milopt_rows.datas)  # see milopt.solvers.scip_native
+        except (TypeError, KeyError, AttributeError):
+            continue
+        for z, row in zip(zs, rows):
+            if z.value is not None and abs(z.value - blk.get("active_value", 0)) < 0.5:
+                lo, body, hi = row.to_bounded_expression(evaluate_bounds=True)
+                val = pe.value(body)
+                ex = float(_rel_excess(np.array([val]), np.array([-np.inf if lo is None else lo]),
+                                       np.array([np.inf if hi is None else hi]))[0])
+                if ex > worst:
+                    worst, where = ex, f"indicator {row.name}"
+    return worst, where
+
+
+def verify_model(model, objective: float | None) -> dict:
+    """Verify the values currently held by a solved Pyomo ``model`` (see :func:`check_point`)."""
+    from milopt.solvers.export import extract
+
+    mf = extract(model)
+    x = np.array([np.nan if v.value is None else float(v.value) for v in mf.variables])
+    out = check_point(mf, x, objective)
+    try:
+        sv, where = _special_violation(model)
+    except Exception:  # pragma: no cover - a layout we do not know: not checked, not failed
+        sv, where = 0.0, ""
+    if sv > FEAS_TOL:
+        out["feasible"] = out["verified"] = False
+        out["max_violation"] = max(out["max_violation"] or 0.0, sv)
+        out["reason"] = "; ".join(filter(None, [out["reason"], f"infeasible: {where} violated by {sv:.3g}"]))
+    return out
+
+
+_NORM = re.compile(r"[^A-Za-z0-9]+")
+
+
+def _norm(name: str) -> str:
+    return _NORM.sub("_", name).strip("_")
+
+
+def read_sol(path) -> dict:
+    """``{column name: value}`` of a ``.sol`` file (``name value`` lines; ``=obj=``, comments skipped)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidParameterError(f".sol file {str(p)!r} not found")
+    out = {}
+    for ln, line in enumerate(p.read_text(errors="replace").splitlines(), 1):
+        parts = line.split()
+        if not parts or parts[0].startswith(("#", "=")) or parts[0].lower() in ("objective", "solution"):
+            continue
+        if len(parts) < 2:
+            raise InvalidParameterError(f"{p}: line {ln}: expected 'name value', got {line.strip()!r}")
+        try:
+            out[parts[0]] = float(parts[1])
+        except ValueError:
+            raise InvalidParameterError(f"{p}: line {ln}: value {parts[1]!r} is not a number") from None
+    return out
+
+
+def verify_sol_file(model, sol_path, objective: float | None) -> dict:
+    """Verify a ``.sol`` file's point against ``model`` (an instance built by milopt).
+
+    Column names are matched as written in milopt's ``.mps``/``.lp`` files (``w_3_``,
+    ``zeta_12_``...; punctuation-insensitive); a column missing from the file is taken as 0
+    (the MIPLIB convention).  An unknown name is an error.
+    """
+    from milopt.solvers.export import extract
+
+    vals = read_sol(sol_path)
+    mf = extract(model)
+    index = {_norm(n): j for j, n in enumerate(mf.col_names)}
+    x = np.zeros(mf.c.size)
+    unknown = []
+    for name, v in vals.items():
+        j = index.get(_norm(name))
+        if j is None:
+            unknown.append(name)
+        else:
+            x[j] = v
+    if unknown:
+        out = check_point(mf, x, objective)
+        out.update(verified=False, reason=f"{len(unknown)} unknown column name(s) in the .sol, e.g. {unknown[:3]}")
+        return out
+    for j, var in enumerate(mf.variables):
+        var.set_value(float(x[j]), skip_validation=True)
+    out = check_point(mf, x, objective)
+    try:
+        sv, where = _special_violation(model)
+    except Exception:  # pragma: no cover
+        sv, where = 0.0, ""
+    if sv > FEAS_TOL:
+        out["feasible"] = out["verified"] = False
+        out["reason"] = "; ".join(filter(None, [out["reason"], f"infeasible: {where} violated by {sv:.3g}"]))
+    return out

@@ -1,0 +1,387 @@
+"""Typed parameter declarations, validated in one place.
+
+Every formulation and every fit method declares its parameters once, as a :class:`ParamSet`
+of :class:`Param` (type, default, bounds or choices, help).  The same declaration serves
+
+* ``--set key=value`` on the command line and the parameters of a bench configuration
+  (strings are parsed to the declared type),
+* the estimators' constructor arguments and the formulation builders (values are checked),
+* ``milopt list`` and the parameter tables of the docs (:meth:`ParamSet.table`).
+
+Errors are one line naming the key, what was expected and what was received::
+
+    max_iter: expected an integer, got 'abc'
+    C: expected a number > 0, got -1.0
+    misvm-bigm: unknown key(s) ['Cc']; accepted keys: C, class_weight, big_m, norm, disjunction
+
+Booleans accept ``true/false, yes/no, on/off, 1/0``; lists accept a comma-separated string
+(``0.1,1,10``) or a sequence; ``none``/``null`` gives ``None`` where the parameter allows it.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+
+from milopt.errors import InvalidParameterError
+
+TRUE = ("true", "yes", "on", "1")
+FALSE = ("false", "no", "off", "0")
+NONE = ("none", "null")
+
+_PYTYPE = {"float": float, "int": int, "bool": bool, "str": str, "choice": str, "floats": list, "ints": list,
+           "any": object}
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def parse_bool(name: str, value) -> bool:
+    """``value`` as a bool (``true/false, yes/no, on/off, 1/0``), else one clear error."""
+    if isinstance(value, bool):
+        return value
+    if _is_number(value) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in TRUE:
+            return True
+        if low in FALSE:
+            return False
+    raise InvalidParameterError(f"{name}: expected true or false, got {value!r}")
+
+
+def parse_list(name: str, value, item=float) -> list:
+    """A comma-separated string or a sequence as a list of ``item`` (float or int)."""
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+    elif isinstance(value, (list, tuple)):
+        parts = list(value)
+    elif _is_number(value):
+        parts = [value]
+    else:
+        raise InvalidParameterError(f"{name}: expected a comma-separated list, got {value!r}")
+    kind = "int" if item is int else "float"
+    return [Param(kind)._scalar(f"{name}", p) for p in parts]
+
+
+def coerce(value):
+    """Type a value whose declaration is unknown: bool, None, int, float, else the string."""
+    if not isinstance(value, str):
+        return value
+    low = value.strip().lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    if low in NONE:
+        return None
+    for typ in (int, float):
+        try:
+            return typ(value)
+        except ValueError:
+            pass
+    return value
+
+
+class Param:
+    """One parameter: kind, default, bounds or choices, help.
+
+    Parameters
+    ----------
+    kind : {'float', 'int', 'bool', 'str', 'choice', 'floats', 'ints', 'any'}
+        ``choice`` takes one of ``choices``; ``float``/``int`` may also take one of ``choices``
+        (e.g. ``big_m``: 'valid', 'mildsvm' or a number); ``floats``/``ints`` are lists.
+    default : value used when the key is not given.
+    help : str
+    gt, ge, lt, le : float, optional
+        Bounds for numbers (and for every item of a list).
+    choices : tuple of str, optional
+    none : bool
+        Whether ``None`` is allowed (always when the default is ``None``).
+    finite : bool
+        Numbers must be finite (default).
+
+    For code written against the former ``PARAMS = {name: (type, default, help)}`` contract,
+    ``param[0]``, ``param[1]``, ``param[2]`` give the Python type, the default and the help.
+    """
+
+    __slots__ = ("name", "kind", "default", "help", "gt", "ge", "lt", "le", "choices", "none", "finite")
+
+    def __init__(self, kind: str = "any", default=None, help: str = "", *, gt=None, ge=None, lt=None, le=None,
+                 choices=None, none: bool = False, finite: bool = True, name: str = ""):
+        if kind not in _PYTYPE:
+            raise ValueError(f"Param kind must be one of {sorted(_PYTYPE)}, got {kind!r}")
+        self.name, self.kind, self.default, self.help = name, kind, default, help
+        self.gt, self.ge, self.lt, self.le = gt, ge, lt, le
+        self.choices = tuple(choices) if choices else ()
+        self.none = bool(none) or default is None
+        self.finite = finite
+
+    # legacy (type, default, help) view
+    def __getitem__(self, i):
+        return (_PYTYPE[self.kind], self.default, self.help)[i]
+
+    def __iter__(self):
+        return iter((_PYTYPE[self.kind], self.default, self.help))
+
+    def __len__(self):
+        return 3
+
+    def __repr__(self):
+        return f"Param({self.name!r}, {self.describe()}, default={self.default!r})"
+
+    def named(self, name: str) -> "Param":
+        p = Param.__new__(Param)
+        for s in Param.__slots__:
+            setattr(p, s, getattr(self, s))
+        p.name = name
+        return p
+
+    # ------------------------------------------------------------ description
+    def _bounds(self) -> str:
+        parts = []
+        for op, v in ((">", self.gt), (">=", self.ge), ("<", self.lt), ("<=", self.le)):
+            if v is not None:
+                parts.append(f"{op} {v:g}")
+        return " and ".join(parts)
+
+    def describe(self) -> str:
+        """What the parameter accepts, e.g. 'a number > 0', 'one of l2, l1'."""
+        b = self._bounds()
+        choices = ", ".join(self.choices)
+        if self.kind == "choice":
+            out = f"one of {choices}"
+        elif self.kind in ("float", "int"):
+            out = "a number" if self.kind == "float" else "an integer"
+            if b:
+                out += f" {b}"
+            if self.choices:
+                out = f"{choices} or {out}"
+        elif self.kind == "bool":
+            out = "true or false"
+        elif self.kind in ("floats", "ints"):
+            out = f"a comma-separated list of {'numbers' if self.kind == 'floats' else 'integers'}"
+            if b:
+                out += f" {b}"
+        elif self.kind == "str":
+            out = "a string"
+        else:
+            out = "a value"
+        return out
+
+    # ------------------------------------------------------------ parsing
+    def _fail(self, name, value, what=None):
+        raise InvalidParameterError(f"{name}: expected {what or self.describe()}, got {value!r}")
+
+    def _scalar(self, name, value):
+        if self.kind == "int":
+            if _is_number(value) and float(value).is_integer():
+                v = int(value)
+            elif isinstance(value, str):
+                try:
+                    v = int(value.strip())
+                except ValueError:
+                    try:
+                        f = float(value)
+                    except ValueError:
+                        f = math.nan
+                    if not f.is_integer():
+                        self._fail(name, value, "an integer")
+                    v = int(f)
+            else:
+                self._fail(name, value, "an integer")
+        else:
+            if _is_number(value):
+                v = float(value)
+            elif isinstance(value, str):
+                try:
+                    v = float(value.strip())
+                except ValueError:
+                    self._fail(name, value, "a number")
+            else:
+                self._fail(name, value, "a number")
+            if self.finite and not math.isfinite(v):
+                self._fail(name, value, "a finite number")
+        if ((self.gt is not None and not v > self.gt) or (self.ge is not None and not v >= self.ge)
+                or (self.lt is not None and not v < self.lt) or (self.le is not None and not v <= self.le)):
+            self._fail(name, value)
+        return v
+
+    def parse(self, value, name: str | None = None):
+        """``value`` (a Python value or a command-line string) as the declared type."""
+        name = name or self.name
+        if self.choices and isinstance(value, str):  # a choice may be a word such as 'none'
+            low = value.strip().lower()
+            for c in self.choices:
+                if low == str(c).lower():
+                    return c
+        if value is None:
+            if self.none:
+                return None
+            self._fail(name, value)
+        if isinstance(value, str) and value.strip().lower() in NONE and self.kind != "str":
+            low = value.strip().lower()
+            if self.none:
+                return None
+            if self.kind == "any":  # e.g. class_weight='none': a word, not a missing value
+                return low
+            if not any(str(c).lower() == low for c in self.choices):
+                self._fail(name, value)
+        if self.kind == "bool":
+            return parse_bool(name, value)
+        if self.kind in ("float", "int"):
+            if self.choices and isinstance(value, str):
+                low = value.strip().lower()
+                for c in self.choices:
+                    if low == c.lower():
+                        return c
+            try:
+                return self._scalar(name, value)
+            except InvalidParameterError:
+                if self.choices:
+                    self._fail(name, value)
+                raise
+        if self.kind == "choice":
+            if isinstance(value, str):
+                low = value.strip().lower()
+                for c in self.choices:
+                    if low == str(c).lower():
+                        return c
+            elif value in self.choices:
+                return value
+            self._fail(name, value)
+        if self.kind in ("floats", "ints"):
+            items = parse_list(name, value, int if self.kind == "ints" else float)
+            return [self._scalar(name, v) for v in items]
+        if self.kind == "str":
+            return value if isinstance(value, str) else str(value)
+        return coerce(value)
+
+
+# short constructors: Float(1.0, "cost", gt=0), Choice("l2", ("l2", "l1"), "norm"), ...
+def Float(default=None, help="", **kw) -> Param:
+    return Param("float", default, help, **kw)
+
+
+def Int(default=None, help="", **kw) -> Param:
+    return Param("int", default, help, **kw)
+
+
+def Bool(default=False, help="", **kw) -> Param:
+    return Param("bool", default, help, **kw)
+
+
+def Str(default=None, help="", **kw) -> Param:
+    return Param("str", default, help, **kw)
+
+
+def Choice(default, choices, help="", **kw) -> Param:
+    return Param("choice", default, help, choices=choices, **kw)
+
+
+def Floats(default=None, help="", **kw) -> Param:
+    return Param("floats", default, help, **kw)
+
+
+def Any(default=None, help="", **kw) -> Param:
+    return Param("any", default, help, **kw)
+
+
+class ParamSet(dict):
+    """Ordered ``name -> Param``: the one declaration of a formulation's or a method's keys.
+
+    ``ParamSet(C=Float(1.0, "cost", gt=0), norm=Choice("l2", ("l2", "l1")))``.  A legacy
+    dict ``{name: (type, default, help)}`` is accepted by :meth:`coerce_spec`.
+    """
+
+    def __init__(self, *args, **params):
+        super().__init__()
+        for src in args + (params,):
+            for k, p in dict(src).items():
+                self[k] = p if isinstance(p, Param) else _from_tuple(p)
+        for k in list(self):
+            if self[k].name != k:
+                dict.__setitem__(self, k, self[k].named(k))
+
+    def __setitem__(self, k, p):
+        p = p if isinstance(p, Param) else _from_tuple(p)
+        super().__setitem__(k, p if p.name == k else p.named(k))
+
+    @classmethod
+    def coerce_spec(cls, spec) -> "ParamSet":
+        """A ParamSet from a ParamSet, a legacy ``{name: (type, default, help)}`` dict, or None."""
+        if isinstance(spec, ParamSet):
+            return spec
+        return cls(spec or {})
+
+    @classmethod
+    def from_signature(cls, func, skip=(), declared=None) -> "ParamSet":
+        """Declarations inferred from a constructor's signature (type from the default),
+        overridden by ``declared`` where given."""
+        declared = ParamSet.coerce_spec(declared)
+        out = cls()
+        for p in inspect.signature(func).parameters.values():
+            if p.name in ("self",) or p.name in skip or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            if p.name in declared:
+                out[p.name] = declared[p.name]
+                continue
+            d = None if p.default is p.empty else p.default
+            out[p.name] = Param(_kind_of(d), d)
+        return out
+
+    def defaults(self) -> dict:
+        return {k: p.default for k, p in self.items()}
+
+    def check_keys(self, values, where: str, extra=()) -> None:
+        unknown = [k for k in values if k not in self and k not in extra]
+        if unknown:
+            raise InvalidParameterError(f"{where}: unknown key(s) {unknown}; accepted keys: "
+                                        f"{', '.join(list(self) + list(extra))}")
+
+    def validate(self, values: dict | None, where: str = "parameters", extra=()) -> dict:
+        """Typed copy of ``values`` (only the given keys); unknown keys and bad values raise
+        :class:`InvalidParameterError` naming the key."""
+        values = dict(values or {})
+        self.check_keys(values, where, extra)
+        return {k: (self[k].parse(v, k) if k in self else v) for k, v in values.items()}
+
+    def resolve(self, values: dict | None, where: str = "parameters") -> dict:
+        """Defaults completed by the validated ``values``: the parameters actually used."""
+        return {**self.defaults(), **self.validate(values, where)}
+
+    def help(self) -> dict:
+        return {k: p.help for k, p in self.items()}
+
+    def summary(self) -> dict:
+        """JSON-ready ``{key: {"default", "accepts", "help"}}`` (``milopt list --json``)."""
+        return {k: {"default": p.default, "accepts": p.describe(), "help": p.help} for k, p in self.items()}
+
+    def table(self) -> str:
+        """Markdown table of the parameters (key, accepts, default, meaning)."""
+        rows = ["| key | accepts | default | meaning |", "|---|---|---|---|"]
+        for k, p in self.items():
+            rows.append(f"| `{k}` | {p.describe()} | `{p.default!r}` | {p.help} |")
+        return "\n".join(rows)
+
+
+def _kind_of(default) -> str:
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, int):
+        return "int"
+    if isinstance(default, float):
+        return "float"
+    if isinstance(default, str):
+        return "any"  # a string default may stand for a number too (e.g. gamma='scale')
+    return "any"
+
+
+def _from_tuple(t) -> Param:
+    typ, default, *rest = tuple(t)
+    help_ = rest[0] if rest else ""
+    kind = {float: "float", int: "int", bool: "bool", str: "str", list: "floats"}.get(typ, "any")
+    if kind == "str" and default is None:
+        kind = "any"
+    return Param(kind, default, help_)

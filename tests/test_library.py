@@ -1,0 +1,389 @@
+"""The MIL instance library (catalogue, suites, export, .solu) and the verified benchmark methodology."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from milopt.bench.assess import assess, primal_integral
+from milopt.bench.library import (SUITES, export_library, get_instance, load_catalogue, mps_sha256, solu_path,
+                                  suite)
+from milopt.bench.report import BenchReportWarning, load_runs, read_solu_full, write_report
+from milopt.errors import InvalidParameterError
+
+# tiny catalogue instances (each builds and solves in about a second)
+TINY = ["misvm-bigm.l1.musk1-b8", "misvm-dual-qp.musk1-b16", "batchsvm-lp.cad-i10"]
+
+
+# ------------------------------------------------------------------ catalogue
+def test_catalogue_covers_every_formulation_and_variant():
+    from milopt.models import available
+
+    cat = load_catalogue()
+    assert len(cat) >= 60 and len({i.name for i in cat}) == len(cat)
+    forms = {i.formulation for i in cat}
+    assert set(available()) <= forms, f"formulations without a library instance: {set(available()) - forms}"
+    big_m = [i.params for i in cat if i.formulation == "misvm-bigm"]
+    for norm in ("l2", "l1"):
+        for dj in ("bigm", "sos1", "indicator"):
+            assert any(p.get("norm", "l2") == norm and p.get("disjunction", "bigm") == dj for p in big_m), (norm, dj)
+    kernels = {i.params.get("kernel", "linear") for i in cat if i.formulation == "misvm-dual-qp"}
+    assert kernels == {"linear", "rbf"}
+    assert any(i.formulation == "batchsvm-lp" and i.params.get("theta") == 0.0 for i in cat)
+    assert any(i.formulation == "batchsvm-lp" and "theta" not in i.params for i in cat)
+    # graded sizes: MUSK1 subsets from 8 bags to all, MUSK2, Kent & Yu, digits, CAD
+    datas = " ".join(i.data for i in cat)
+    for token in ("data=musk1&bags=8&", "musk1", "data=musk2&", "kent-yu", "gen:digits", "gen:cad"):
+        assert token in datas
+    assert any(i.data == "musk1" for i in cat) and any(i.data == "musk2" for i in cat)
+
+
+def test_statuses_suites_and_solu_agree():
+    cat = load_catalogue()
+    assert {i.status for i in cat} <= {"easy", "hard", "open"}
+    solu = read_solu_full(solu_path())
+    for i in cat:
+        e = solu.get(i.name)
+        if i.status in ("easy", "hard"):
+            assert e and e["kind"] == "opt", i.name  # =opt= only with a proof
+            assert i.proof_seconds is not None and i.proof_solver
+            assert (i.status == "easy") == (i.proof_seconds <= 60.0)
+        elif e is not None:
+            assert e["kind"] == "best", i.name
+    sizes = {s: len(suite(s)) for s in SUITES}
+    assert sizes["all"] == len(cat) and sizes["easy"] + sizes["hard"] + sizes["open"] == len(cat)
+    assert 10 <= sizes["benchmark"] < len(cat)
+    bench = suite("benchmark")
+    assert {i.problem_class for i in bench} >= {"LP", "QP", "MILP", "MIQP"}  # balanced over classes
+    assert [i.name for i in suite("misvm-bigm.musk1-b8,batchsvm-lp.cad-i10")] == ["misvm-bigm.musk1-b8",
+                                                                                  "batchsvm-lp.cad-i10"]
+    with pytest.raises(InvalidParameterError, match="neither a suite"):
+        suite("no-such-suite")
+
+
+def test_subset_generator_is_stratified_and_deterministic():
+    from milopt.data import load
+
+    full = load("musk1")
+    a = load("gen:subset?data=musk1&bags=8&seed=0")
+    b = load("gen:subset?data=musk1&bags=8&seed=0")
+    c = load("gen:subset?data=musk1&bags=8&seed=1")
+    assert a.n_bags == 8 and np.array_equal(a.X, b.X) and not np.array_equal(a.X, c.X)
+    assert a.positive_bags == round(8 * full.positive_bags / full.n_bags)
+    # whole bags: every chosen bag keeps all its instances
+    sizes_full = {name: s for name, s in zip(full.bag_names.tolist(), full.bag_sizes.tolist())}
+    assert all(sizes_full[n] == s for n, s in zip(a.bag_names.tolist(), a.bag_sizes.tolist()))
+    with pytest.raises(InvalidParameterError, match="too many"):
+        load("gen:subset?data=musk1&bags=1000")
+
+
+@pytest.mark.parametrize("name", TINY)
+def test_mps_sha256_is_deterministic_and_recorded(name):
+    inst = get_instance(name)
+    first = mps_sha256(inst)
+    assert first == mps_sha256(inst)
+    assert inst.sha256_mps, f"{name}: the catalogue has no sha256 (run benchmarks/library_status.py --update)"
+    assert first == inst.sha256_mps
+
+
+def test_export_library_suite_cli(tmp_path, capsys):
+    from milopt.cli import main
+
+    out = tmp_path / "lib"
+    assert main(["export-library", str(out), "--suite", ",".join(TINY[:2]), "--formats", "mps", "--json"]) == 0
+    man = json.loads(capsys.readouterr().out)
+    assert [e["name"] for e in man["instances"]] == TINY[:2]
+    for e in man["instances"]:
+        for key in ("class", "rows", "columns", "nonzeros", "binaries", "quadratic_nonzeros", "source", "licence",
+                    "status"):
+            assert e[key] is not None, key
+        assert e["sha256_matches_catalogue"] is True
+        assert (out / e["files"]["mps"]["file"]).is_file()
+    assert man["instances"][0]["class"] == "MILP" and man["instances"][0]["binaries"] > 0
+    assert man["instances"][1]["class"] == "QP" and man["instances"][1]["quadratic_nonzeros"] > 0
+    assert "CC BY 4.0" in man["instances"][0]["licence"] and "MUSK1" in man["instances"][0]["source"]
+    solu = read_solu_full(out / "library.solu")
+    assert set(solu) == set(TINY[:2])
+    with pytest.raises(InvalidParameterError, match="neither a suite"):
+        export_library(tmp_path / "x", suite="bogus")
+
+
+# --------------------------------------------------------------- verification
+def test_verification_catches_infeasible_points_and_wrong_objectives():
+    from milopt.bench.library import build
+    from milopt.bench.verify import verify_model
+    from milopt.solvers import solve
+
+    model = build(get_instance("misvm-bigm.l1.musk1-b8"))[0]
+    res = solve(model, "highs", time_limit=60, mip_gap=1e-9)
+    ok = verify_model(model, res.objective)
+    assert ok["verified"] and ok["max_violation"] <= 1e-6
+    assert ok["objective_recomputed"] == pytest.approx(res.objective, rel=1e-6)
+    wrong = verify_model(model, res.objective * 1.01 + 0.1)
+    assert not wrong["verified"] and wrong["feasible"] and "differs from the recomputed" in wrong["reason"]
+    z = next(v for v in model.zeta.values() if v.value is not None and v.value > 0.5)
+    z.set_value(0.5, skip_validation=True)
+    bad = verify_model(model, res.objective)
+    assert not bad["verified"] and not bad["feasible"] and "infeasible" in bad["reason"]
+
+
+def _rows(**cols):
+    n = len(next(iter(cols.values())))
+    base = {"kind": "solve", "outcome": "ok", "termination": "optimal", "verified": "yes", "time_limit": 10.0,
+            "kill_after": 60.0, "gap_limit": 1e-4, "sense": "minimize", "bound": np.nan, "gap": 0.0,
+            "build_seconds": 0.0, "extra": "", "error": "", "verify_note": ""}
+    df = pd.DataFrame({k: [v] * n for k, v in base.items()})
+    for k, v in cols.items():
+        df[k] = v
+    if "objective_recomputed" not in df:
+        df["objective_recomputed"] = df["objective"]
+    df["problem"] = df["instance"] + "#s0"
+    df["run_id"] = [f"r{k}" for k in range(n)]
+    return df
+
+
+def test_wrong_optimum_and_time_limit_overrun_are_failures_with_reasons():
+    # the HiGHS case of dcmil-direction on MUSK2: "optimal" at -66,780.8 where SCIP and Ipopt reach -66,792.4
+    df = _rows(instance=["dir.musk2"] * 3 + ["lp.x"] * 2, contender=["highs", "scip", "ipopt", "highs", "scip"],
+               objective=[-66780.8, -66792.4, -66792.39, 5.0, 5.0], time=[1.0, 2.0, 3.0, 14.3, 1.0],
+               bound=[-66780.8, -66792.4, np.nan, 5.0, 6.0])
+    a = assess(df).set_index("run_id")
+    assert not a.loc["r0", "solved"] and "wrong optimum" in a.loc["r0", "failure"] and "-66792.4" in a.loc["r0", "failure"]
+    assert a.loc["r1", "solved"] and a.loc["r2", "solved"]  # within the 1e-4 gap tolerance
+    # HiGHS took 14.3 s on a 10 s limit: a failure, with the reason
+    assert not a.loc["r3", "solved"] and "outlived its time limit: 14.3 s on a 10 s limit" in a.loc["r3", "failure"]
+    # a minimisation bound above the incumbent is flagged (the run itself is solved)
+    assert a.loc["r4", "solved"] and "above the incumbent" in a.loc["r4", "flag"]
+    # against a .solu optimum
+    b = assess(_rows(instance=["q"], contender=["s"], objective=[1.1]), {"q": {"kind": "opt", "value": 1.0}})
+    assert not b["solved"].iloc[0] and "the .solu optimum is 1" in b["failure"].iloc[0]
+    # unverified answers never count
+    c = assess(_rows(instance=["q"], contender=["s"], objective=[1.0], verified=["no"],
+                     verify_note=["infeasible: row r3 violated by 0.1"]))
+    assert not c["solved"].iloc[0] and "not verified: infeasible" in c["failure"].iloc[0]
+
+
+def test_primal_integral_by_hand():
+    # no incumbent for 2 s (gamma 1), then 12 (opt 10: gamma 2/12) until 5 s, then optimal; horizon 10 s
+    tr = [[2.0, 0.0, 12.0], [5.0, 9.0, 10.0]]
+    assert primal_integral(tr, 10.0, 10.0) == pytest.approx(2.0 + 3.0 * (2 / 12))
+    assert primal_integral([], 10.0, 10.0) is None
+    assert primal_integral([[1.0, None, -1.0]], 10.0, 4.0) == pytest.approx(4.0)  # sign differs: gamma 1
+
+
+def test_contender_styles_stay_apart_beyond_ten(tmp_path):
+    from milopt.bench.report import contender_style, plot_profile
+
+    styles = [tuple(contender_style(k).values()) for k in range(16)]
+    assert len(set(styles)) == 16
+    rng = np.random.default_rng(0)
+    times = pd.DataFrame(rng.uniform(1, 10, size=(6, 12)), columns=[f"c{k}" for k in range(12)])
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    captured = {}
+    orig = plt.Figure.savefig
+
+    def grab(self, *a, **k):
+        captured["lines"] = [(ln.get_linestyle(), ln.get_marker()) for ln in self.axes[0].get_lines()]
+        return orig(self, *a, **k)
+
+    plt.Figure.savefig = grab
+    try:
+        plot_profile(times, tmp_path / "p.png", "t")
+    finally:
+        plt.Figure.savefig = orig
+    assert len(set(captured["lines"])) == 12
+
+
+# --------------------------------------------------------- report: merge, import
+def _write_table(folder: Path, rows: pd.DataFrame) -> None:
+    from milopt.bench.execute import COLUMNS
+
+    folder.mkdir(parents=True, exist_ok=True)
+    full = pd.DataFrame({c: rows[c] if c in rows else "" for c in COLUMNS})
+    full.to_csv(folder / "runs.csv", index=False)
+
+
+def test_report_skips_a_row_cut_mid_write(tmp_path):
+    rows = _rows(instance=["a", "b"], contender=["s", "s"], objective=[1.0, 2.0], time=[1.0, 1.0])
+    _write_table(tmp_path / "b", rows)
+    text = (tmp_path / "b" / "runs.csv").read_text()
+    last = text.splitlines()[-1]
+    cut = last[: last.index(",optimal,") + 7]  # the half row ends in 'status ... optim'
+    (tmp_path / "b" / "runs.csv").write_text(text + cut.replace("r1", "r9", 1))
+    with pytest.warns(BenchReportWarning, match="cut mid-write"):
+        df = load_runs(tmp_path / "b")
+    assert sorted(df["run_id"]) == ["r0", "r1"]
+    from milopt.cli import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BenchReportWarning)
+        assert main(["report", str(tmp_path / "b"), "--json"]) == 0
+
+
+def test_merge_runs_from_two_machines_and_external_results(tmp_path, capsys):
+    from milopt.bench.library import build
+    from milopt.solvers import solve
+    from milopt.solvers.export import _clean, extract
+
+    name = "misvm-bigm.l1.musk1-b8"
+    a = _rows(instance=[name], contender=["highs"], objective=[1.677717088], time=[2.0])
+    a["host"] = "alpha"
+    b = a.copy()
+    b["host"] = "beta"
+    b["time"] = 3.0
+    _write_table(tmp_path / "alpha", a)
+    _write_table(tmp_path / "beta", b)
+    # results of an "external" solver: a correct .sol, a perturbed one, and one without a .sol
+    model = build(get_instance(name))[0]
+    res = solve(model, "highs", time_limit=60, mip_gap=1e-9)
+    mf = extract(model)
+    good = "\n".join(f"{_clean(n)} {v.value!r}" for n, v in zip(mf.col_names, mf.variables))
+    (tmp_path / "good.sol").write_text(f"=obj= {res.objective}\n{good}\n")
+    bad = good.replace(f"{_clean(mf.col_names[-1])} ", f"{_clean(mf.col_names[-1])} 0.5 #", 1)
+    (tmp_path / "bad.sol").write_text(bad + "\n")
+    ext = tmp_path / "ext.csv"
+    ext.write_text("instance,solver,status,time,objective,bound,sol\n"
+                   f"{name},commercial,optimal,0.5,{res.objective},{res.objective},good.sol\n"
+                   f"{name},broken,optimal,0.4,{res.objective},{res.objective},bad.sol\n"
+                   f"{name},nosol,optimal,0.3,{res.objective},{res.objective},\n"
+                   f"{name},liar,optimal,0.2,{res.objective - 1.0},{res.objective - 1.0},\n")
+    from milopt.cli import main
+
+    out = tmp_path / "merged"
+    assert main(["report", str(tmp_path / "alpha"), str(tmp_path / "beta"), "--external", str(ext), "--out",
+                 str(out), "--json"]) == 0
+    rows = pd.read_csv(out / "summary.csv").set_index("contender")
+    assert {"highs@alpha", "highs@beta", "commercial", "broken", "nosol", "liar"} <= set(rows.index)
+    assert rows.loc["commercial", "solved"] == 1 and rows.loc["nosol", "solved"] == 1
+    assert rows.loc["broken", "solved"] == 0 and rows.loc["liar", "solved"] == 0
+    fails = pd.read_csv(out / "failures.csv").set_index("contender")["failure"]
+    assert "not verified" in fails["broken"]
+    md = (out / "summary.md").read_text()
+    assert "Merged from" in md and "## Failures" in md
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "alpha"), str(tmp_path / "beta")]) == 2
+    assert "--out" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ suite bench
+def test_suite_bench_verifies_and_states_the_gap(tmp_path, capsys):
+    from milopt.cli import main
+
+    out = tmp_path / "s"
+    rc = main(["bench", "--suite", ",".join(TINY), "--solvers", "highs,scip", "--time-limit", "30", "--out", str(out),
+               "--quiet", "--jobs", "1", "--json"])
+    assert rc == 0
+    rep = json.loads(capsys.readouterr().out)["report"]
+    df = load_runs(out)
+    assert set(df["instance"]) == set(TINY) and (df["gap_limit"] == 1e-4).all()
+    assert (df["verified"] == "yes").all() and (df["objective_recomputed"].notna()).all()
+    assert rep["gap_limits"] == [1e-4]
+    md = (out / "summary.md").read_text()
+    assert "Relative gap limit given to the solvers: 0.0001" in md and "virtual best" in md
+    assert rep["profiles"]["solve"]["problems"] == len(TINY)
+    solu = read_solu_full(solu_path())
+    sol = {r["contender"]: r for r in rep["summary"]}
+    assert sol["highs"]["solved"] + sol["scip"]["solved"] >= 4
+    for _, r in df.iterrows():  # the library's best known values are met
+        e = solu[r["instance"]]
+        assert r["objective_recomputed"] == pytest.approx(e["value"], rel=2e-4, abs=1e-5)
+
+
+# ----------------------------------------------------------------- interrupts
+SLEEPY_LONG = """
+name = "long"
+time_limit = 5
+folds = 2
+jobs = 2
+data = ["gen:digits?bags=6&max_size=3&seed=0"]
+imports = ["{helpers}"]
+
+[[fit]]
+method = "test-sleep"
+params = {{ seconds = 60.0 }}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_ctrl_c_stops_the_bench_at_once_without_traceback(tmp_path):
+    """Ctrl-C (SIGINT to the foreground process group): exit 130 with one line, at once; the
+    runs in flight are killed (before: the exit handler waited for them, then raised
+    ``ValueError: process object is closed`` from multiprocessing's atexit hook)."""
+    from test_bench import _alive, _descendants as desc_of
+
+    cfg = tmp_path / "long.toml"
+    cfg.write_text(SLEEPY_LONG.format(helpers=str(Path(__file__).with_name("bench_helpers.py"))))
+    code = "import sys; from milopt.cli import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.Popen([sys.executable, "-c", code, "bench", str(cfg), "--out", str(tmp_path / "out"), "--quiet"],
+                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # fork server + resource tracker + 2 runs
+            if len(desc_of(proc.pid)) >= 4:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("runs did not start")
+        time.sleep(1.0)
+        desc = desc_of(proc.pid)
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "ValueError" not in err, err
+    assert took < 15, f"exit took {took:.1f} s after Ctrl-C (runs sleep 60 s)"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in desc):
+        time.sleep(0.2)
+    assert not [p for p in desc if _alive(p)]
+
+
+def test_scip_trajectory_from_display_lines():
+    from milopt.bench.worker import scip_trajectory
+
+    head = (" time | node  | left  |LP iter|LP it/n|mem/heur|mdpt |vars |cons |rows |cuts |sepa|confs|strbr|"
+            "  dualbound   | primalbound  |  gap   | compl. ")
+    row = "|     1 |     0 |    50 |     - |  trysol|   0 | 367 |  45 | 377 |   0 |  0 |   0 |   0 |{} | {} |    Inf | unknown"
+    log = "\n".join([head, "  0.0s" + row.format("-1.000000e-09", "     --     "),
+                     "t 0.1s" + row.format("-1.000000e-09", "4.743735e-01"),
+                     "0s" + row.format("0.000000e+00", "4.743735e-01"),  # a line cut by the log capture
+                     " 12.5s" + row.format("1.000000e-01", "2.000000e-01"), "SCIP Status : optimal"])
+    assert scip_trajectory(log) == [[0.0, -1e-09, None], [0.1, -1e-09, 0.4743735], [12.5, 0.1, 0.2]]
+
+
+def test_fit_report_puts_quality_first(tmp_path):
+    rows = pd.DataFrame({"run_id": [f"f{k}" for k in range(6)], "kind": "fit", "outcome": "ok",
+                         "contender": ["fast"] * 3 + ["good"] * 3, "data": "musk1", "method": "m",
+                         "problem": [f"musk1#f{k % 3}#s0" for k in range(6)], "instance": "m.musk1",
+                         "termination": "", "time": [0.1, 0.1, 0.1, 5.0, 6.0, 7.0], "fit_seconds": [0.1] * 3 + [5, 6, 7],
+                         "time_limit": 60.0, "kill_after": 120.0,
+                         "bag_auc": [0.70, 0.72, 0.74, 0.90, 0.92, 0.94], "bag_accuracy": [0.6, 0.7, 0.8, 0.8, 0.9, 1.0]})
+    _write_table(tmp_path / "fits", rows)
+    write_report(tmp_path / "fits")
+    md = (tmp_path / "fits" / "summary.md").read_text()
+    sec = md[md.index("## Fit methods: quality first"):]
+    assert "0.920 ± 0.020" in sec and "0.720 ± 0.020" in sec
+    assert sec.index("| good |") < sec.index("| fast |")  # ranked by AUC, not by time
+    header = [ln for ln in sec.splitlines() if ln.startswith("| contender")][0]
+    assert header.index("bag_auc") < header.index("bag_accuracy") < header.index("sgm_fit_seconds")
+    assert "time only" in md
