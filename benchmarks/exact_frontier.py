@@ -103,7 +103,7 @@ def run_job(job: dict) -> dict:
     t0 = time.perf_counter()
     try:
         p = subprocess.run([sys.executable, __file__, "--worker", json.dumps(job)], capture_output=True, text=True,
-                           timeout=1.5 * tl + 60)
+                           timeout=1.5 * tl + 60, check=False)
     except subprocess.TimeoutExpired:
         return {"termination": "killed", "wall_time": time.perf_counter() - t0}
     if p.returncode != 0:
