@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from milopt.bench.config import BenchWarning, expand, load_config, run_id
+from milopt.bench.config import BenchWarning, load_config, run_id
+from milopt.bench.plan import expand
 from milopt.bench.harness import RunStore, run_bench
 from milopt.bench.report import (load_runs, performance_profile, performance_ratios, read_solu, shifted_geomean,
                                  solu_entries, summary_table, time_matrix, write_report)

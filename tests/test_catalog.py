@@ -36,7 +36,8 @@ pytestmark = [pytest.mark.highs, pytest.mark.scip, pytest.mark.ipopt]
 REL, ABS = 1e-5, 1e-6
 
 VARIANTS = {"misvm-bigm": [{}, {"norm": "l1"}, {"disjunction": "sos1"}, {"norm": "l1", "disjunction": "sos1"},
-                          {"disjunction": "indicator"}, {"norm": "l1", "disjunction": "indicator"}]}
+                          {"disjunction": "indicator"}, {"norm": "l1", "disjunction": "indicator"}],
+            "misvm-hull": [{}, {"perspective": False}]}
 
 
 def tiny_bags(seed: int = 0) -> Bags:

@@ -34,7 +34,7 @@ EXTERNAL_COLUMNS = ("instance", "solver", "status", "time", "objective", "bound"
 
 def merge_runs(sources) -> pd.DataFrame:
     """One table from several bench folders (or ``runs.csv`` paths); see the module docstring."""
-    from milopt.bench.report import load_runs
+    from milopt.bench.runs import load_runs
 
     frames = []
     for k, src in enumerate(sources):
