@@ -6,9 +6,11 @@ Paths (``--paths``, comma separated, each ``NAME=FORMULATION:SOLVER[:warm][:key=
 
 * ``scip-cold=misvm-bigm:scip``           SCIP on the big-M MIQP, no start
 * ``scip-warm=misvm-bigm:scip:warm``      SCIP with the SIL warm start (``--warm-start``)
+* ``scip-strong=misvm-bigm:scip:warm:strengthen=all``  + incumbent bounds and hull reduction
+* ``hull=misvm-hull:scip``                SCIP on the convex-hull (perspective) formulation
 * ``bnb=misvm-bigm:bnb``                  milopt's branch and bound over witness selections
 
-Further formulations or options (e.g. ``hull=misvm-hull:scip:warm``) are added the same way.
+Further formulations or options are added the same way (values typed as ``--set`` does).
 Every run is a separate process, killed at 1.5 x its limit + 60 s (SCIP can hang, see
 docs/solvers.md); runs are sequential.  The root bound of each path on MUSK1 (92 bags) is
 measured by a run limited to the root node (SCIP ``limits/nodes=1``, bnb ``node_limit=1``).
@@ -28,7 +30,8 @@ import subprocess
 import sys
 import time
 
-DEFAULT_PATHS = "scip-cold=misvm-bigm:scip,scip-warm=misvm-bigm:scip:warm,bnb=misvm-bigm:bnb"
+DEFAULT_PATHS = ("scip-cold=misvm-bigm:scip,scip-warm=misvm-bigm:scip:warm,"
+                 "scip-strong=misvm-bigm:scip:warm:strengthen=all,hull=misvm-hull:scip,bnb=misvm-bigm:bnb")
 GENERATED = ["gen:digits?bags=20&seed=1", "gen:multiclass?classes=2&bags=30&seed=1"]
 
 
@@ -74,10 +77,10 @@ def load_instance(spec: str, seed: int):
 
 
 def worker(job: dict) -> dict:
-    from milopt.runner import run_solve
+    from milopt.runner import coerce, run_solve
 
     bags = load_instance(job["instance"], job["seed"])
-    params = dict(job["params"])
+    params = {k: coerce(v) for k, v in job["params"].items()}
     params.setdefault("C", 1.0)
     options = {}
     if job.get("root"):
@@ -100,7 +103,7 @@ def run_job(job: dict) -> dict:
     t0 = time.perf_counter()
     try:
         p = subprocess.run([sys.executable, __file__, "--worker", json.dumps(job)], capture_output=True, text=True,
-                           timeout=1.5 * tl + 60)
+                           timeout=1.5 * tl + 60, check=False)
     except subprocess.TimeoutExpired:
         return {"termination": "killed", "wall_time": time.perf_counter() - t0}
     if p.returncode != 0:

@@ -17,7 +17,7 @@ import sys
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", default=None)
-    ap.add_argument("--manifest", default=None)
+    ap.add_argument("--manifest", action="append", default=[], help="manifest.json (repeatable)")
     args = ap.parse_args(argv)
     from milopt.bench.library import load_catalogue, solu_path
     from milopt.bench.report import load_runs, read_solu_full
@@ -31,10 +31,10 @@ def main(argv=None) -> int:
             r = g.iloc[0]
             size[inst] = {k: r.get(k) for k in ("variables", "binaries", "constraints", "nonzeros", "bags", "instances")}
 
-    if args.manifest:
-        import json
+    import json
 
-        for e in json.load(open(args.manifest))["instances"]:
+    for mpath in args.manifest:
+        for e in json.load(open(mpath))["instances"]:
             size[e["name"]] = {"variables": e["columns"], "binaries": e["binaries"], "constraints": e["rows"],
                                "nonzeros": e["nonzeros"], "bags": e["data_size"]["bags"],
                                "instances": e["data_size"]["instances"], "qnz": e.get("quadratic_nonzeros")}

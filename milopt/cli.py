@@ -5,7 +5,7 @@ Stable contract (users script against it):
 * ``milopt datasets [--json]``
 * ``milopt info DATA [--json]`` -> bags, positive_bags, instances, features
 * ``milopt list [--json]`` -> methods, formulations, solvers, generators
-* ``milopt fit METHOD --data DATA [--set k=v ...] [--cv K] [--seed S] [--json]``
+* ``milopt fit METHOD --data DATA [--set k=v ...] [--cv K] [--seed S] [--tune k=v1,v2,...] [--json]``
 * ``milopt solve FORMULATION --data DATA --solver S [--time-limit T] [--gap G] [--warm-start | --no-warm-start] [--set ...] [--json]``
 * ``milopt export FORMULATION --data DATA -o FILE.mps|FILE.lp[.gz] [--set ...] [--json]``
 * ``milopt study kent-yu [--out DIR] [--replicates N] [--quick] [--full] [--json]``
@@ -188,22 +188,48 @@ def _check_cv(cv) -> None:
                                     "all bags and see training metrics)")
 
 
+def _tune_options(args) -> dict:
+    """``--tune``, ``--inner-cv``, ``--tune-metric`` as run_fit's keywords (refused without --tune / --cv)."""
+    from milopt.errors import InvalidParameterError
+    from milopt.runner import parse_tunes
+
+    items = getattr(args, "tune", None) or []
+    inner, metric = getattr(args, "inner_cv", None), getattr(args, "tune_metric", None)
+    if not items:
+        if inner is not None or metric is not None:
+            raise InvalidParameterError("--inner-cv and --tune-metric apply only with --tune KEY=v1,v2,...")
+        return {}
+    tune = parse_tunes(items)
+    if not args.cv:
+        raise InvalidParameterError("--tune needs --cv K with K >= 2 (nested cross-validation tunes on the "
+                                    "training bags of each outer fold)")
+    return {"tune": tune, "inner_cv": 3 if inner is None else inner, "tune_metric": metric or "auc"}
+
+
 def cmd_fit(args) -> int:
     from milopt.runner import parse_sets, run_fit
 
     _check_cv(args.cv)
     params = _time_limit_option(args, parse_sets(args.set))
+    tune_kw = _tune_options(args)
     progress = None
     if not args.quiet and (args.progress or sys.stderr.isatty()):
+        tuning = ""
+        if tune_kw:
+            tuning = (f" (tuning: {math.prod(len(v) for v in tune_kw['tune'].values())} grid points × "
+                      f"{tune_kw['inner_cv']} inner folds)")
+
         def progress(fold, k):
-            print(f"milopt: fold {fold + 1}/{k}", file=sys.stderr, flush=True)
+            print(f"milopt: fold {fold + 1}/{k}{tuning}", file=sys.stderr, flush=True)
 
         _solver_progress(lambda line: print(f"milopt:   {line}", file=sys.stderr, flush=True))
     res = run_fit(args.method, args.data, params=params, cv=args.cv, seed=args.seed,
-                  **({"progress": progress} if progress is not None else {}))
+                  **({"progress": progress} if progress is not None else {}), **tune_kw)
     data_keys = {"coords", "scale", "header"}
     used = _used_params(args.method, {k: v for k, v in params.items() if k not in data_keys}, args.seed)
     res["params"] = {**used, **{k: v for k, v in params.items() if k in data_keys}}
+    for k in (res.get("tune") or {}).get("grid", {}):  # tuned keys: per fold in folds[i].tuned
+        res["params"].pop(k, None)
     exact = False
     if args.cv:
         num = [k for k, v in res["mean"].items() if v is not None]
@@ -229,11 +255,15 @@ def cmd_fit(args) -> int:
         head = "fold  " + "  ".join(f"{k:>{ws[k]}s}" for k in keys)
         if exact:
             head += "  termination / gap"
+        if "tune" in res:
+            head += "  tuned"
         lines.append(head)
         for r in res["folds"]:
             line = f"{r['fold']:>4d}  " + "  ".join(f"{_fmt(r.get(k)):>{ws[k]}s}" for k in keys)
             if exact:
                 line += f"  {r.get('termination', '-')} / {_fmt_gap(r)}"
+            if "tune" in res:
+                line += "  " + " ".join(f"{k}={_fmt(v)}" for k, v in r["tuned"].items())
             lines.append(line)
 
         def pm(k):
@@ -247,6 +277,11 @@ def cmd_fit(args) -> int:
             if set(t) - {"optimal"}:
                 lines.append("note: folds that stopped at a limit are not proven optimal; their models are the best "
                              "found in time")
+        if "tune" in res:
+            t = res["tune"]
+            lines.append(f"tuned by nested CV: inner {t['inner_cv']}-fold on each training fold, best mean inner "
+                         f"bag {t['metric']} over " + " x ".join(f"{k}={','.join(_fmt(v) for v in vs)}"
+                                                                 for k, vs in t["grid"].items()))
     else:
         lines.append("training metrics:")
         lines += [f"  {k}: {_fmt(v)}" for k, v in res["train"].items()]
@@ -375,6 +410,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seconds per fit for methods with a time limit (same as --set time_limit=T)")
     sp.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     sp.add_argument("--progress", action="store_true", help="progress lines on stderr even when it is not a terminal")
+    sp.add_argument("--tune", action="append", default=[], metavar="KEY=V1,V2,...",
+                    help="nested CV over these values (repeatable: the grid is the product); needs --cv")
+    sp.add_argument("--inner-cv", type=int, default=None, dest="inner_cv", metavar="K",
+                    help="inner folds of --tune (default 3)")
+    sp.add_argument("--tune-metric", default=None, dest="tune_metric", metavar="auc|accuracy",
+                    help="--tune selects by mean inner bag AUC (default; ties: accuracy) or accuracy (ties: AUC)")
     sp.set_defaults(func=cmd_fit)
 
     sp = sub.add_parser("solve", help="build a formulation and solve it")
@@ -438,6 +479,16 @@ def _blame_key(args, msg: str) -> str | None:
     return keys[0] if len(keys) == 1 else None
 
 
+#: one line per file-system error (the file name fills the braces)
+_OS_ERRORS = (
+    (FileNotFoundError, "file not found: {}"),
+    (IsADirectoryError, "{} is a directory; give a file path"),
+    (NotADirectoryError, "cannot write {}: a part of the path is a regular file, not a directory"),
+    (FileExistsError, "cannot create {}: a file of that name is in the way"),
+    (PermissionError, "permission denied: {}"),
+)
+
+
 def main(argv=None) -> int:
     from milopt.errors import MiloptError
 
@@ -466,25 +517,13 @@ def main(argv=None) -> int:
         except OSError:
             pass
         return 0
-    except FileNotFoundError as exc:
-        print(f"milopt: error: file not found: {exc.filename}", file=sys.stderr)
-        return 2
-    except IsADirectoryError as exc:
-        print(f"milopt: error: {exc.filename} is a directory; give a file path", file=sys.stderr)
-        return 2
-    except NotADirectoryError as exc:
-        print(f"milopt: error: cannot write {exc.filename}: a part of the path is a regular file, not a directory",
-              file=sys.stderr)
-        return 2
-    except FileExistsError as exc:
-        print(f"milopt: error: cannot create {exc.filename}: a file of that name is in the way", file=sys.stderr)
-        return 2
-    except PermissionError as exc:
-        print(f"milopt: error: permission denied: {exc.filename}", file=sys.stderr)
-        return 2
     except OSError as exc:
         import os
 
+        for typ, msg in _OS_ERRORS:
+            if isinstance(exc, typ):
+                print(f"milopt: error: {msg.format(exc.filename)}", file=sys.stderr)
+                return 2
         if os.environ.get("MILOPT_DEBUG"):
             raise
         where = f": {exc.filename}" if exc.filename else ""
@@ -508,5 +547,28 @@ def main(argv=None) -> int:
         return 2
 
 
+#: commands whose process may end without Python's finalisation (freeing a large Pyomo model
+#: object by object took seconds, outside every time limit); their files are closed already
+FAST_EXIT_COMMANDS = frozenset({"fit", "solve", "export", "info", "datasets", "list"})
+
+
+def run() -> None:  # pragma: no cover - the console-script entry point (exits the process)
+    """``milopt`` console script: :func:`main`, then exit (skipping the teardown for the
+    commands in :data:`FAST_EXIT_COMMANDS`)."""
+    argv = sys.argv[1:]
+    code = main(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command in FAST_EXIT_COMMANDS:
+        import os
+
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

@@ -43,16 +43,19 @@ def _header(value):
 def parse_sets(items) -> dict:
     """``["C=1", "kernel=rbf"]`` -> {"C": "1", "kernel": "rbf"}: the values stay strings until
     the method's or formulation's declaration types them (:mod:`milopt.params`)."""
-    out = {}
+    return {k: v.strip() for k, v in _key_values(items, "--set", "key=value (e.g. --set C=10)")}
+
+
+def _key_values(items, flag: str, expected: str):
+    """(key, raw value) pairs of ``KEY=VALUE`` command-line items; one-line errors name ``flag``."""
     for it in items or []:
         if "=" not in it:
-            raise InvalidParameterError(f"--set {it!r}: expected key=value (e.g. --set C=10)")
+            raise InvalidParameterError(f"{flag} {it!r}: expected {expected}")
         k, v = it.split("=", 1)
         k = k.strip()
         if not k:
-            raise InvalidParameterError(f"--set {it!r}: empty key")
-        out[k] = v.strip()
-    return out
+            raise InvalidParameterError(f"{flag} {it!r}: empty key")
+        yield k, v
 
 
 def data_info(bags: Bags) -> dict:
@@ -108,18 +111,34 @@ def _fit_eval(spec, params, seed, Btr: Bags, Bte: Bags | None, scale: bool) -> d
 
 
 def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | None = None, seed: int = 0,
-            fold: int | None = None, bags: Bags | None = None, progress=None) -> dict:
+            fold: int | None = None, bags: Bags | None = None, progress=None, tune: dict | None = None,
+            inner_cv: int = 3, tune_metric: str = "auc") -> dict:
     """Fit ``method`` on ``data``.
 
     Without ``cv``: fit on all bags and report training metrics.  With ``cv``: stratified
     K-fold over bags (features standardised on each training fold); ``fold`` restricts the
     run to one held-out fold (the benchmark harness runs folds as separate runs).
+
+    ``tune={"C": [0.1, 1, 10], ...}`` (needs ``cv`` >= 2) runs nested cross-validation: on each
+    outer training fold, an inner stratified ``inner_cv``-fold over its bags scores every point of
+    the grid (the Cartesian product of the values, first key varying slowest) by the mean inner
+    bag AUC (``tune_metric="auc"``; ties broken by bag accuracy, then by grid order) or bag
+    accuracy (``"accuracy"``; ties by AUC, then grid order); the chosen values are refitted on the
+    whole outer training fold and evaluated on its test fold.  Each row of ``folds`` then holds
+    ``tuned`` (the chosen values) and ``tune_scores`` (mean inner metrics per grid point); the
+    result holds ``tune = {"grid", "inner_cv", "metric"}``.
     """
     from milopt.estimators.registry import get_method
     from milopt.metrics import bag_folds
 
     spec = get_method(method)
     header = _header((params or {}).get("header"))
+    if tune is not None:
+        grid = tune_grid(spec, tune, params)
+        if not cv or int(cv) < 2:
+            raise InvalidParameterError("--tune needs --cv K with K >= 2 (nested cross-validation tunes on the "
+                                        "training bags of each outer fold)")
+        inner_cv = _check_inner(inner_cv, tune_metric)
     params, coords, scale = _split_params(params)
     params = spec.validate(params)  # typed; bad keys and values refused before loading data
     if bags is None:
@@ -135,13 +154,22 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     folds = list(bag_folds(bags, int(cv), seed))
     if fold is not None and not (0 <= fold < len(folds)):
         raise InvalidParameterError(f"fold: expected 0..{len(folds) - 1}, got {fold}")
+    if tune is not None:  # every outer training fold can hold the inner folds: refuse before fitting
+        for f, (tr, _) in enumerate(folds):
+            if fold is None or f == fold:
+                _check_inner_folds(bags.y[tr], inner_cv)
     rows = []
     for f, (tr, te) in enumerate(folds):
         if fold is not None and f != fold:
             continue
         if progress is not None:
             progress(f, len(folds))
-        row = _fit_eval(spec, params, seed, bags.subset(tr), bags.subset(te), scale)
+        if tune is not None:
+            chosen, scores = _select(spec, params, seed, bags.subset(tr), grid, inner_cv, tune_metric, scale)
+            row = _fit_eval(spec, {**params, **chosen}, seed, bags.subset(tr), bags.subset(te), scale)
+            row.update({"tuned": chosen, "tune_scores": scores})
+        else:
+            row = _fit_eval(spec, params, seed, bags.subset(tr), bags.subset(te), scale)
         rows.append({"fold": f, "train_bags": int(tr.size), "test_bags": int(te.size), **row})
     keys = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
             and k not in ("fold", "train_bags", "test_bags")]
@@ -150,7 +178,106 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
         vals = [r[k] for r in rows if isinstance(r.get(k), (int, float)) and r.get(k) is not None]
         mean[k] = float(np.nanmean(vals)) if vals else None
     out.update({"cv": int(cv), "folds": rows, "mean": finite(mean)})
+    if tune is not None:
+        out["tune"] = {"grid": grid, "inner_cv": inner_cv, "metric": tune_metric}
+        for k in grid:  # a tuned key has no single value: it is in each fold's "tuned"
+            out["params"].pop(k, None)
     return out
+
+
+#: ``--tune-metric`` choices: the inner-CV criterion and its tie-break
+TUNE_METRICS = {"auc": ("bag_auc", "bag_accuracy"), "accuracy": ("bag_accuracy", "bag_auc")}
+
+
+def parse_tunes(items) -> dict:
+    """``["C=0.1,1,10", "gamma=0.5,1"]`` -> {"C": ["0.1", "1", "10"], "gamma": ["0.5", "1"]}
+    (strings; :func:`tune_grid` types them through the method's declaration)."""
+    out = {}
+    for k, v in _key_values(items, "--tune", "key=v1,v2,... (e.g. --tune C=0.1,1,10)"):
+        it = f"{k}={v}"
+        vals = [x.strip() for x in v.split(",")]
+        if k in out:
+            raise InvalidParameterError(f"--tune {k} is given twice; list all its values once (--tune {k}=v1,v2,...)")
+        if not v.strip() or any(x == "" for x in vals):
+            raise InvalidParameterError(f"--tune {it!r}: empty value; expected {k}=v1,v2,...")
+        out[k] = vals
+    return out
+
+
+def tune_grid(spec, tune: dict, params: dict | None = None) -> dict:
+    """The grid ``{key: [typed values]}``: every value typed by the method's declaration.
+
+    Refuses an empty grid, data keys, keys also fixed in ``params`` (``--set``), and values the
+    declaration rejects (one line naming the key)."""
+    if not isinstance(tune, dict) or not tune:
+        raise InvalidParameterError("--tune: give at least one key and its values (e.g. --tune C=0.1,1,10)")
+    grid = {}
+    for k, vals in tune.items():
+        if k in DATA_PARAMS:
+            raise InvalidParameterError(f"--tune {k}: {k} describes the data and cannot be tuned; use --set {k}=...")
+        if k in (params or {}):
+            raise InvalidParameterError(f"--tune {k} and --set {k} both given; a key is either fixed (--set) or "
+                                        "tuned (--tune)")
+        if isinstance(vals, (str, bytes)) or not hasattr(vals, "__iter__"):
+            vals = [vals]
+        vals = list(vals)
+        if not vals:
+            raise InvalidParameterError(f"--tune {k}: no values; expected {k}=v1,v2,...")
+        typed = []
+        for v in vals:
+            try:
+                typed.append(spec.validate({k: v})[k])
+            except InvalidParameterError as exc:
+                raise InvalidParameterError(f"--tune {exc}") from None
+        grid[k] = typed
+    return grid
+
+
+def _check_inner(inner_cv, tune_metric) -> int:
+    if isinstance(inner_cv, bool) or not isinstance(inner_cv, (int, np.integer)) or inner_cv < 2:
+        raise InvalidParameterError(f"--inner-cv {inner_cv}: the inner cross-validation needs K >= 2 folds")
+    if tune_metric not in TUNE_METRICS:
+        raise InvalidParameterError(f"--tune-metric {tune_metric!r}: expected one of {', '.join(TUNE_METRICS)}")
+    return int(inner_cv)
+
+
+def _check_inner_folds(y, inner_cv: int) -> None:
+    counts = np.bincount(np.asarray(y))
+    if counts[counts > 0].min() < inner_cv:
+        raise InvalidDataError(f"--inner-cv {inner_cv}: an outer training fold has only {counts[counts > 0].min()} "
+                               "bags in its smallest class; use a smaller --inner-cv or --cv")
+
+
+def grid_points(grid: dict) -> list[dict]:
+    """The Cartesian product of ``grid`` in grid order (the first key varies slowest)."""
+    import itertools
+
+    keys = list(grid)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def _select(spec, params, seed, Btr: Bags, grid: dict, inner_cv: int, metric: str, scale: bool):
+    """Inner stratified K-fold over the bags of ``Btr`` (an outer training fold): the grid point
+    with the best mean inner ``metric`` (ties: the other metric, then grid order) and the table
+    of mean inner scores."""
+    from milopt.metrics import bag_folds
+
+    _check_inner_folds(Btr.y, inner_cv)
+    inner = list(bag_folds(Btr, inner_cv, seed))
+    primary, secondary = TUNE_METRICS[metric]
+    scores, best, best_key = [], None, None
+    for point in grid_points(grid):
+        rows = [_fit_eval(spec, {**params, **point}, seed, Btr.subset(itr), Btr.subset(ite), scale)
+                for itr, ite in inner]
+        s = {"params": dict(point)}
+        for m in ("bag_auc", "bag_accuracy"):
+            vals = np.array([r.get(m, np.nan) for r in rows], dtype=float)
+            s[m] = float(np.nanmean(vals)) if np.isfinite(vals).any() else None
+        scores.append(s)
+        key = tuple(-np.inf if s[m] is None else round(s[m], 12) for m in (primary, secondary))
+        if best_key is None or key > best_key:  # strictly better: the first in grid order wins ties
+            best, best_key = point, key
+    return dict(best), scores
 
 
 def build_formulation(formulation: str, data: str, params: dict | None = None, bags: Bags | None = None):

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import time
 
 import numpy as np
@@ -296,7 +297,8 @@ def kent_yu_study(out_dir="kent-yu-study", replicates=None, bags=50, instances=3
         rows_all.extend(rows)
         pd.DataFrame(rows_all).to_csv(partial, index=False)
         if verbose:
-            print(f"[kent-yu study] {k}/{len(tasks)} data sets done, {time.perf_counter() - t0:.0f} s", flush=True)
+            print(f"[kent-yu study] {k}/{len(tasks)} data sets done, {time.perf_counter() - t0:.0f} s", flush=True,
+                  file=sys.stderr)      # progress on stderr: stdout carries the --json result
     df = pd.DataFrame(rows_all)
     out = summarize_study(df, out_dir, methods, scenarios)
     if os.path.exists(partial):

@@ -16,7 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from milopt.bench.config import BenchWarning, expand, load_config, run_id
+from bench_configs import sleep_config
+from milopt.bench.config import BenchWarning, load_config, run_id
+from milopt.bench.plan import expand
 from milopt.bench.harness import RunStore, run_bench
 from milopt.bench.report import (load_runs, performance_profile, performance_ratios, read_solu, shifted_geomean,
                                  solu_entries, summary_table, time_matrix, write_report)
@@ -61,17 +63,7 @@ method = "test-raise"
 method = "test-crash"
 """
 
-SLEEPY = f"""
-name = "sleepy"
-time_limit = 5
-folds = 2
-data = ["{DATA[0]}"]
-imports = ["{HELPERS}"]
-
-[[fit]]
-method = "test-sleep"
-params = {{ seconds = [0.2, 0.21, 0.22] }}
-"""
+SLEEPY = sleep_config("sleepy", [0.2, 0.21, 0.22], data=DATA[0])
 
 
 def _write(tmp_path, name, text) -> str:
@@ -483,7 +475,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 def test_killed_bench_leaves_no_run_behind(tmp_path):
     """SIGKILL of the bench process alone (not its group): the fork server and the runs die with it."""
-    cfg = _write(tmp_path, "long", SLEEPY.replace("seconds = [0.2, 0.21, 0.22]", "seconds = 60.0"))
+    cfg = _write(tmp_path, "long", sleep_config("sleepy", 60.0, data=DATA[0]))
     code = "import sys; from milopt.cli import main; sys.exit(main(sys.argv[1:]))"
     proc = subprocess.Popen([sys.executable, "-c", code, "bench", cfg, "--out", str(tmp_path / "out"), "--jobs", "2",
                              "--quiet"], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -36,7 +36,8 @@ pytestmark = [pytest.mark.highs, pytest.mark.scip, pytest.mark.ipopt]
 REL, ABS = 1e-5, 1e-6
 
 VARIANTS = {"misvm-bigm": [{}, {"norm": "l1"}, {"disjunction": "sos1"}, {"norm": "l1", "disjunction": "sos1"},
-                          {"disjunction": "indicator"}, {"norm": "l1", "disjunction": "indicator"}]}
+                          {"disjunction": "indicator"}, {"norm": "l1", "disjunction": "indicator"}],
+            "misvm-hull": [{}, {"perspective": False}]}
 
 
 def tiny_bags(seed: int = 0) -> Bags:
@@ -145,6 +146,8 @@ def test_export_reread_reaches_optimum(name, params, fmt, tmp_path):
     assert _scip_optimum(path) == pytest.approx(ref, rel=REL, abs=ABS)
     if "SOS" in feats or "INDICATOR" in feats:
         return  # HiGHS has no SOS or indicator constraints (documented in the module docstring)
+    if "QC" in cls:
+        return  # HiGHS reads no quadratic constraints (QCMATRIX sections); SCIP's re-read is the check
     assert _highs_optimum(path, m, cls) == pytest.approx(ref, rel=REL, abs=ABS)
 
 

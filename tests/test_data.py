@@ -65,20 +65,21 @@ def test_validation_errors(bad, msg):
         bad()
 
 
-def test_csv_errors(tmp_path):
+@pytest.mark.parametrize("text,match", [
+    ("1,1,0.5,0.2\n1,1,0.1,x\n0,2,0.3,0.3\n", "non-numeric"),
+    ("1,1,0.5,0.2\n1,1,0.1,\n0,2,0.3,0.3\n", "NaN"),
+    ("1,1,0.5,0.2\n0,1,0.1,0.3\n0,2,0.3,0.3\n", "different bag labels"),
+    ("1,1,0.5,0.2\n1,2,0.3,0.3\n", "two classes"),
+])
+def test_csv_errors(tmp_path, text, match):
     p = tmp_path / "d.csv"
-    p.write_text("1,1,0.5,0.2\n1,1,0.1,x\n0,2,0.3,0.3\n")
-    with pytest.raises(InvalidDataError, match="non-numeric"):
+    p.write_text(text)
+    with pytest.raises(InvalidDataError, match=match):
         load(str(p))
-    p.write_text("1,1,0.5,0.2\n1,1,0.1,\n0,2,0.3,0.3\n")
-    with pytest.raises(InvalidDataError, match="NaN"):
-        load(str(p))
-    p.write_text("1,1,0.5,0.2\n0,1,0.1,0.3\n0,2,0.3,0.3\n")
-    with pytest.raises(InvalidDataError, match="different bag labels"):
-        load(str(p))
-    p.write_text("1,1,0.5,0.2\n1,2,0.3,0.3\n")
-    with pytest.raises(InvalidDataError, match="two classes"):
-        load(str(p))
+
+
+def test_csv_minus_one_labels_and_missing_file(tmp_path):
+    p = tmp_path / "d.csv"
     p.write_text("-1,1,0.5,0.2\n1,2,0.3,0.3\n")
     assert load(str(p)).y.tolist() == [0, 1]
     with pytest.raises(InvalidDataError, match="not found"):

@@ -114,15 +114,8 @@ def _cycles_text(found) -> str:
 
 
 def test_no_import_cycle():
-    """No cycle anywhere, except inside the benchmark harness (tested on its own below)."""
-    found = [c for c in cycles(graph()) if not all(m.startswith("milopt.bench.") for m in c)]
-    assert not found, _cycles_text(found)
-
-
-@pytest.mark.xfail(reason="the benchmark harness modules (config, library, report, merge, execute, worker) still "
-                          "import each other lazily", strict=False)
-def test_no_import_cycle_in_the_bench_harness():
-    found = [c for c in cycles(graph()) if all(m.startswith("milopt.bench.") for m in c)]
+    """No cycle anywhere in the package (imports inside functions included)."""
+    found = cycles(graph())
     assert not found, _cycles_text(found)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bench_configs import sleep_config
 from milopt.bench.assess import assess, primal_integral
 from milopt.bench.library import (SUITES, export_library, get_instance, load_catalogue, mps_sha256, solu_path,
                                   suite)
@@ -127,6 +128,10 @@ def test_verification_catches_infeasible_points_and_wrong_objectives():
     res = solve(model, "highs", time_limit=60, mip_gap=1e-9)
     ok = verify_model(model, res.objective)
     assert ok["verified"] and ok["max_violation"] <= 1e-6
+    from milopt.bench.verify import verify_pyomo  # the expression-based check (nonlinear rows) agrees
+
+    alt = verify_pyomo(model, res.objective)
+    assert alt["verified"] and alt["objective_recomputed"] == pytest.approx(ok["objective_recomputed"], rel=1e-9)
     assert ok["objective_recomputed"] == pytest.approx(res.objective, rel=1e-6)
     wrong = verify_model(model, res.objective * 1.01 + 0.1)
     assert not wrong["verified"] and wrong["feasible"] and "differs from the recomputed" in wrong["reason"]
@@ -303,18 +308,7 @@ def test_suite_bench_verifies_and_states_the_gap(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------- interrupts
-SLEEPY_LONG = """
-name = "long"
-time_limit = 5
-folds = 2
-jobs = 2
-data = ["gen:digits?bags=6&max_size=3&seed=0"]
-imports = ["{helpers}"]
-
-[[fit]]
-method = "test-sleep"
-params = {{ seconds = 60.0 }}
-"""
+SLEEPY_LONG = sleep_config("long", 60.0, jobs=2)
 
 
 @pytest.mark.slow
@@ -326,7 +320,7 @@ def test_ctrl_c_stops_the_bench_at_once_without_traceback(tmp_path):
     from test_bench import _alive, _descendants as desc_of
 
     cfg = tmp_path / "long.toml"
-    cfg.write_text(SLEEPY_LONG.format(helpers=str(Path(__file__).with_name("bench_helpers.py"))))
+    cfg.write_text(SLEEPY_LONG)
     code = "import sys; from milopt.cli import main; sys.exit(main(sys.argv[1:]))"
     proc = subprocess.Popen([sys.executable, "-c", code, "bench", str(cfg), "--out", str(tmp_path / "out"), "--quiet"],
                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -8,6 +8,7 @@ import pytest
 from milopt.data import Bags
 from milopt.models import misvm_bigm
 from milopt.solvers import Termination, solve
+from mil_helpers import selection_qp
 
 
 def tiny(seed, n_pos=3, n_neg=3, d=2):
@@ -22,25 +23,6 @@ def tiny(seed, n_pos=3, n_neg=3, d=2):
     return Bags.from_arrays(arrs, y)
 
 
-def selection_qp(bags, witnesses, costs):
-    """Convex QP of MI-SVM for a fixed witness per positive bag (no big-M anywhere)."""
-    X, bi = bags.X, bags.bag_index
-    d = X.shape[1]
-    m = pe.ConcreteModel()
-    m.w = pe.Var(range(d))
-    m.b = pe.Var()
-    m.xi = pe.Var(range(bags.n_bags), bounds=(0, None))
-    rows = [i for i in range(bags.n_instances) if bags.y[bi[i]] == 0] + list(witnesses)
-    m.c = pe.ConstraintList()
-    for i in rows:
-        s = 1.0 if bags.y[bi[i]] == 1 else -1.0
-        m.c.add(s * (sum(float(X[i, k]) * m.w[k] for k in range(d)) + m.b) >= 1 - m.xi[int(bi[i])])
-    m.o = pe.Objective(expr=0.5 * sum(m.w[k] ** 2 for k in range(d)) + sum(float(costs[I]) * m.xi[I] for I in range(bags.n_bags)))
-    r = solve(m, "highs")
-    assert r.termination == Termination.OPTIMAL
-    return r.objective
-
-
 @pytest.mark.scip
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 @pytest.mark.parametrize("class_weight", ["kent-yu", "none"])
@@ -51,7 +33,7 @@ def test_miqp_equals_best_enumerated_selection(seed, class_weight):
     ptr = bags.bag_ptr
     pos = np.flatnonzero(bags.y == 1)
     choices = [range(ptr[I], ptr[I + 1]) for I in pos]
-    best = min(selection_qp(bags, sel, costs) for sel in itertools.product(*choices))
+    best = min(selection_qp(bags, sel, costs)[0] for sel in itertools.product(*choices))
     m = misvm_bigm.build(bags, C=C, class_weight=class_weight)
     r = solve(m, "scip", mip_gap=1e-9)
     assert r.termination == Termination.OPTIMAL

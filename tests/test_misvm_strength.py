@@ -12,6 +12,7 @@ import pytest
 from milopt.data import Bags
 from milopt.models import misvm_bigm
 from milopt.solvers import Termination, solve
+from mil_helpers import selection_qp
 
 
 def tiny(seed, n_pos=3, n_neg=3, d=2, extra=False):
@@ -30,28 +31,6 @@ def tiny(seed, n_pos=3, n_neg=3, d=2, extra=False):
         arrs[0] = np.vstack([a, a[:1], 0.5 * (a[0] + a[1])])
         arrs[n_pos] = np.vstack([arrs[n_pos], arrs[n_pos][:1]])
     return Bags.from_arrays(arrs, y)
-
-
-def selection_qp(bags, witnesses, costs):
-    """(objective, w, b) of the convex MI-SVM QP with one fixed witness per positive bag."""
-    X, bi = bags.X, bags.bag_index
-    d = X.shape[1]
-    m = pe.ConcreteModel()
-    m.w = pe.Var(range(d))
-    m.b = pe.Var()
-    m.xi = pe.Var(range(bags.n_bags), bounds=(0, None))
-    rows = [i for i in range(bags.n_instances) if bags.y[bi[i]] == 0] + list(witnesses)
-    m.c = pe.ConstraintList()
-    for i in rows:
-        s = 1.0 if bags.y[bi[i]] == 1 else -1.0
-        m.c.add(s * (sum(float(X[i, k]) * m.w[k] for k in range(d)) + m.b) >= 1 - m.xi[int(bi[i])])
-    m.o = pe.Objective(expr=0.5 * sum(m.w[k] ** 2 for k in range(d))
-                       + sum(float(costs[I]) * m.xi[I] for I in range(bags.n_bags)))
-    r = solve(m, "highs")
-    if r.termination != Termination.OPTIMAL:  # HiGHS's active-set QP occasionally returns 'unknown'
-        r = solve(m, "scip", mip_gap=1e-12)
-    assert r.termination == Termination.OPTIMAL
-    return r.objective, np.array([m.w[k].value for k in range(d)]), m.b.value
 
 
 def brute_force(bags, C=1.0, class_weight="kent-yu"):

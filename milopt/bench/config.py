@@ -1,7 +1,7 @@
 """Benchmark configuration (TOML) and its expansion into runs.
 
 A configuration names data sets, formulations (solved by solvers) and/or fit methods with
-parameter grids, the per-run time limit, folds and seeds.  :func:`expand` turns it into a
+parameter grids, the per-run time limit, folds and seeds.  :func:`milopt.bench.plan.expand` turns it into a
 list of :class:`Run` objects -- the cross product -- each with a stable id (a hash of the
 run's specification), so that a resumed bench can skip what is already finished.
 
@@ -15,7 +15,6 @@ import json
 import math
 import re
 import tomllib
-import warnings
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -279,151 +278,7 @@ def import_plugins(imports) -> None:
             raise InvalidParameterError(f"imports: {exc}") from None
 
 
-def expand(cfg: dict, *, warn=True) -> list[Run]:
-    """The runs of a configuration (cross product), in a deterministic order.
-
-    Unknown formulations, methods and solvers that are not installed are skipped with a
-    :class:`BenchWarning` (so a shipped configuration runs on whatever is available);
-    a configuration whose every entry is skipped raises :class:`InvalidParameterError`.
-    """
-    from milopt.estimators.registry import methods
-    from milopt.models import available
-    from milopt.solvers import backends, installed
-
-    imports = _resolve_imports(cfg)
-    import_plugins(imports)
-    forms = available()
-    meths = methods()
-    inst = set(installed())
-    known_backends = set(backends())
-    top_tl = float(cfg.get("time_limit", 60.0))
-    top_gap = cfg.get("gap")
-    top_seeds = _int_list(cfg.get("seeds", [0]), "seeds", "config")
-    top_folds = int(cfg.get("folds", 3))
-    top_data = _str_list(cfg.get("data", []), "data", "config")
-    iso = cfg.get("isolation", "auto")
-    solver_cfg = cfg.get("solvers", {})
-    top_threads = cfg.get("threads")
-
-    def kill_for(e, tl):
-        ka = e.get("kill_after", cfg.get("kill_after"))
-        return float(ka) if ka is not None else 2.0 * tl + 30.0
-
-    def say(msg):
-        if warn:
-            warnings.warn(msg, BenchWarning, stacklevel=3)
-
-    runs: list[Run] = []
-    for e in cfg.get("solve", []):
-        f = e["formulation"]
-        if f not in forms:
-            say(f"bench: formulation {f!r} is not available here; skipped (available: {', '.join(sorted(forms))})")
-            continue
-        sol_names = _str_list(e.get("solvers", sorted(inst)), "solvers", "solve")
-        tl = float(e.get("time_limit", top_tl))
-        gap = e.get("gap", top_gap)
-        for s in sol_names:
-            sc = solver_cfg.get(s, {})
-            backend = sc.get("backend", s)
-            if backend not in known_backends:
-                say(f"bench: unknown solver {s!r} (backend {backend!r}); its runs are skipped (known: "
-                    f"{', '.join(sorted(known_backends))}; define variants as [solvers.NAME] backend = \"scip\")")
-                continue
-            if backend not in inst:
-                say(f"bench: solver {s!r} is not installed; its runs are skipped")
-                continue
-            options = dict(sc.get("options", {}))
-            threads = sc.get("threads", top_threads)
-            accepted = set(getattr(forms[f], "PARAMS", {})) | {"coords", "scale"}
-            for params in grid(e.get("params", {})):
-                unknown = [k for k in params if k not in accepted]
-                if unknown:
-                    raise InvalidParameterError(f"solve {f}: unknown parameter(s) {unknown}; accepted: "
-                                                f"{', '.join(sorted(accepted))}")
-                for d in _str_list(e.get("data", top_data), "data", "solve"):
-                    for seed in _int_list(e.get("seeds", top_seeds), "seeds", "solve"):
-                        spec = {"kind": "solve", "formulation": f, "data": d, "params": params, "solver": s,
-                                "backend": backend, "options": options, "threads": threads, "time_limit": tl,
-                                "gap": gap, "seed": seed}
-                        runs.append(Run(spec, s, kill_for(e, tl), imports, iso, run_id(spec)))
-    if cfg.get("suite"):
-        runs += suite_runs(cfg, say, imports, iso, kill_for, inst, known_backends, solver_cfg, top_threads)
-    for e in cfg.get("fit", []):
-        m = e["method"]
-        if m not in meths:
-            say(f"bench: method {m!r} is not available here; skipped (available: {', '.join(sorted(meths))})")
-            continue
-        keys = meths[m].keys()
-        tl = float(e.get("time_limit", top_tl))
-        folds = int(e.get("folds", top_folds))
-        for params in grid(e.get("params", {})):
-            unknown = [k for k in params if k not in keys and k not in ("coords", "scale")]
-            if unknown:
-                raise InvalidParameterError(f"fit {m}: unknown parameter(s) {unknown}; accepted: {', '.join(keys)}")
-            label = e.get("label") or (f"{m}[{params_label(params)}]" if params else m)
-            full = dict(params)
-            if "time_limit" in keys and "time_limit" not in full:
-                full["time_limit"] = tl
-            for d in _str_list(e.get("data", top_data), "data", "fit"):
-                for seed in _int_list(e.get("seeds", top_seeds), "seeds", "fit"):
-                    for fold in range(folds):
-                        spec = {"kind": "fit", "method": m, "data": d, "params": full, "folds": folds,
-                                "fold": fold, "seed": seed, "time_limit": tl}
-                        runs.append(Run(spec, label, kill_for(e, tl), imports, iso, run_id(spec)))
-    if not runs:
-        raise InvalidParameterError("bench: the configuration yields no runnable run (every formulation, method "
-                                    "or solver it names is unavailable); see the warnings above")
-    seen = {}
-    uniq = []
-    for r in runs:  # the same run named twice runs once
-        if r.run_id not in seen:
-            seen[r.run_id] = r
-            uniq.append(r)
-    return uniq
-
-
 #: default relative gap of library-suite runs (Mittelmann's MIQP benchmarks use 1e-4)
 SUITE_GAP = 1e-4
 #: default per-run time limit of library-suite runs (seconds)
 SUITE_TIME_LIMIT = 60.0
-
-
-def suite_runs(cfg, say, imports, iso, kill_for, inst, known_backends, solver_cfg, top_threads) -> list:
-    """Runs of ``cfg['suite']``: every catalogue instance of the suite x every solver that
-    handles its class (``suite_solvers``, default every installed backend; ``scip-native``
-    only where the instance has indicator constraints), gap ``SUITE_GAP`` unless ``gap`` is set."""
-    from milopt.bench.library import suite
-    from milopt.models import available
-    from milopt.runner import expected_class
-    from milopt.solvers import get_backend
-
-    forms = available()
-    names = cfg.get("suite_solvers")
-    if names is None:
-        names = sorted(solver_cfg) if solver_cfg else sorted(inst)
-    tl = float(cfg.get("time_limit", SUITE_TIME_LIMIT))
-    gap = cfg.get("gap", SUITE_GAP)
-    runs = []
-    for li in suite(cfg["suite"]):
-        if li.formulation not in forms:
-            say(f"bench: library instance {li.name}: formulation {li.formulation!r} is not available here; skipped")
-            continue
-        cls = li.problem_class or (expected_class(forms[li.formulation], li.params) or ("", ()))[0]
-        feats = set(li.features)
-        for s in names:
-            sc = solver_cfg.get(s, {})
-            backend = sc.get("backend", s)
-            if backend not in known_backends or backend not in inst:
-                continue
-            if backend == "scip-native" and "INDICATOR" not in feats and "scip-native" not in (cfg.get("suite_solvers") or ()):
-                continue
-            b = get_backend(backend)
-            classes = set(getattr(b, "classes", ()))
-            if cls and (cls not in classes or not feats <= classes):
-                continue
-            spec = {"kind": "solve", "formulation": li.formulation, "data": li.data, "params": dict(li.params),
-                    "solver": s, "backend": backend, "options": dict(sc.get("options", {})),
-                    "threads": sc.get("threads", top_threads), "time_limit": tl, "gap": gap, "seed": 0,
-                    "instance": li.name}
-            runs.append(Run(spec, s, kill_for({}, tl), imports, iso, run_id(spec)))
-    return runs

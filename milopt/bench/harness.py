@@ -19,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from milopt.bench.config import expand, load_config
+from milopt.bench.config import load_config
+from milopt.bench.plan import expand
 from milopt.bench.execute import COLUMNS, iter_dask, iter_local, warm_up
 from milopt.errors import InvalidParameterError
 

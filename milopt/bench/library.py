@@ -288,7 +288,7 @@ def export_library(folder, *, formats=FORMATS, suite=None, config=None, formulat
     ``=best=`` / ``=bestdual=`` lines of the written instances).
     """
     from milopt import __version__
-    from milopt.bench.report import read_solu_full, write_solu_full
+    from milopt.bench.solu import read_solu_full, write_solu_full
     from milopt.runner import objective_sense
     from milopt.solvers import classify, export
 

@@ -18,11 +18,11 @@
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
 
+from milopt.bench.assess import _f
 from milopt.errors import InvalidParameterError
 
 STATUS_MAP = {"optimal": "optimal", "opt": "optimal", "time_limit": "time_limit", "timelimit": "time_limit",
@@ -34,7 +34,7 @@ EXTERNAL_COLUMNS = ("instance", "solver", "status", "time", "objective", "bound"
 
 def merge_runs(sources) -> pd.DataFrame:
     """One table from several bench folders (or ``runs.csv`` paths); see the module docstring."""
-    from milopt.bench.report import load_runs
+    from milopt.bench.runs import load_runs
 
     frames = []
     for k, src in enumerate(sources):
@@ -53,14 +53,6 @@ def merge_runs(sources) -> pd.DataFrame:
     if (multi > 1).any():
         df["contender"] = df["contender"] + "@" + df["host"].replace("", "unknown-host")
     return df.drop(columns=["_order"]).reset_index(drop=True)
-
-
-def _num(v):
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 def import_external(path, *, time_limit: float | None = None, verify: bool = True) -> pd.DataFrame:
@@ -93,11 +85,11 @@ def import_external(path, *, time_limit: float | None = None, verify: bool = Tru
             raise InvalidParameterError(f"{where}: status {r['status']!r} unknown; use one of "
                                         f"{', '.join(sorted(set(STATUS_MAP.values())))}")
         term = STATUS_MAP[st]
-        t = _num(r["time"])
+        t = _f(r["time"])
         if t is None or t < 0:
             raise InvalidParameterError(f"{where}: time must be seconds >= 0, got {r['time']!r}")
-        obj, bound = _num(r["objective"]), _num(r["bound"])
-        tl = _num(r.get("time_limit", "")) if "time_limit" in ext.columns else None
+        obj, bound = _f(r["objective"]), _f(r["bound"])
+        tl = _f(r.get("time_limit", "")) if "time_limit" in ext.columns else None
         tl = tl if tl is not None else time_limit
         row = dict.fromkeys(COLUMNS)
         row.update(run_id=f"ext-{solver}-{inst}", kind="solve", problem=f"{inst}#s0", instance=inst,
@@ -105,7 +97,7 @@ def import_external(path, *, time_limit: float | None = None, verify: bool = Tru
                    termination=term, status="optimal" if term == "optimal" else ("feasible" if obj is not None
                                                                                   else "none"),
                    objective=obj, bound=bound, gap=relative_gap(obj, bound) if obj is not None else None,
-                   time=t, wall_time=t, time_limit=tl, seed=0, gap_limit=_num(r.get("gap_limit", "")),
+                   time=t, wall_time=t, time_limit=tl, seed=0, gap_limit=_f(r.get("gap_limit", "")),
                    error="" if term != "error" else "reported as error", host="external", verified="unchecked",
                    verify_note="no .sol given", extra="")
         li = cat.get(inst)

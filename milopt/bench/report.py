@@ -41,67 +41,9 @@ from milopt.errors import InvalidParameterError
 SHIFT = 10.0
 #: terminations of a fit that count as a failure (an iteration limit does not: the model is usable)
 from milopt.bench.assess import FIT_FAILURES  # noqa: E402,F401  (re-exported)
+from milopt.bench.runs import _STR_COLS, BenchReportWarning, load_runs  # noqa: E402,F401  (re-exported)
+from milopt.bench.solu import read_solu, read_solu_full, write_solu, write_solu_full  # noqa: E402,F401  (re-exported)
 OPT_GAP = 1e-6
-_STR_COLS = ["run_id", "kind", "problem", "instance", "contender", "data", "formulation", "method", "params",
-             "solver", "outcome", "status", "termination", "error", "extra", "solver_options", "sense", "verified",
-             "verify_note", "host", "source"]
-
-
-def _complete_text(path: Path) -> tuple[str, int]:
-    """The table's text without a last row cut mid-write, and the number of rows dropped.
-
-    A bench appends one line per run and fsyncs it; a bench killed during a write leaves a
-    last line without its newline (``--resume`` cuts it off).  That line, and any line whose
-    number of fields differs from the header's, is skipped with a warning."""
-    import csv
-    import io
-    import warnings
-
-    text = path.read_text(errors="replace")
-    dropped = 0
-    if text and not text.endswith("\n"):
-        cut = text.rfind("\n") + 1
-        text = text[:cut]
-        dropped += 1
-        warnings.warn(f"{path}: the last row was cut mid-write (no line end); skipped", BenchReportWarning,
-                      stacklevel=3)
-    rows = list(csv.reader(io.StringIO(text)))
-    if rows and any(len(r) != len(rows[0]) for r in rows[1:]):
-        n = len(rows[0])
-        bad = [k + 1 for k, r in enumerate(rows[1:], 1) if len(r) != n]
-        warnings.warn(f"{path}: {len(bad)} row(s) with a wrong number of fields skipped (lines {bad[:5]})",
-                      BenchReportWarning, stacklevel=3)
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerows([rows[0]] + [r for r in rows[1:] if len(r) == n])
-        text = buf.getvalue()
-        dropped += len(bad)
-    return text, dropped
-
-
-class BenchReportWarning(UserWarning):
-    """A results table had a damaged row (skipped)."""
-
-
-def load_runs(folder) -> pd.DataFrame:
-    """The ``runs.csv`` of a bench folder (last row per run id); damaged rows skipped with a warning."""
-    import io
-
-    p = Path(folder)
-    path = p / "runs.csv" if p.is_dir() else p
-    if not path.is_file():
-        raise InvalidParameterError(f"{str(path)!r}: no runs.csv; give the --out folder of a milopt bench")
-    text, _ = _complete_text(path)
-    if not text.strip():
-        raise InvalidParameterError(f"{path}: empty results table")
-    header = pd.read_csv(io.StringIO(text), nrows=0).columns
-    df = pd.read_csv(io.StringIO(text), dtype={c: str for c in _STR_COLS if c in header}, keep_default_na=False,
-                     na_values={c: [""] for c in header if c not in _STR_COLS})
-    for c in _STR_COLS:
-        if c in df:
-            df[c] = df[c].fillna("")
-    return df.drop_duplicates("run_id", keep="last").reset_index(drop=True)
-
-
 def _assessed(df: pd.DataFrame) -> pd.DataFrame:
     if "solved" in df and "failure" in df:
         return df
@@ -286,21 +228,6 @@ def performance_profile(times: pd.DataFrame, taus=None) -> tuple[np.ndarray, pd.
 
 
 # ------------------------------------------------------------------ solu files
-def read_solu(path) -> dict:
-    """``{name: (kind, value)}`` from a .solu file (kind in opt, best, inf, feas)."""
-    out = {}
-    p = Path(path)
-    if not p.is_file():
-        return out
-    for line in p.read_text().splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[0].startswith("=") and parts[0].endswith("=") and parts[0] != "=bestdual=":
-            kind = parts[0].strip("=")
-            val = float(parts[2]) if len(parts) > 2 and kind in ("opt", "best") else None
-            out[parts[1]] = (kind, val)
-    return out
-
-
 def solu_entries(df: pd.DataFrame, existing: dict | None = None, tol: float = 1e-5) -> tuple[dict, list]:
     """Best known objective per instance from the solve rows, merged with ``existing``.
 
@@ -347,58 +274,6 @@ def solu_entries(df: pd.DataFrame, existing: dict | None = None, tol: float = 1e
     return entries, conflicts
 
 
-def read_solu_full(path) -> dict:
-    """``{name: {"kind", "value", "bound"}}`` from a .solu file, with ``=bestdual=`` bounds.
-
-    MIPLIB 2017 lines: ``=opt= NAME VALUE`` (proven), ``=best= NAME VALUE`` (best known),
-    ``=bestdual= NAME BOUND`` (best known dual bound), ``=inf= NAME``."""
-    out: dict = {}
-    p = Path(path)
-    if not p.is_file():
-        return out
-    for line in p.read_text().splitlines():
-        parts = line.split()
-        if len(parts) < 2 or not (parts[0].startswith("=") and parts[0].endswith("=")):
-            continue
-        kind, name = parts[0].strip("="), parts[1]
-        try:
-            val = float(parts[2]) if len(parts) > 2 else None
-        except ValueError:
-            continue
-        e = out.setdefault(name, {"kind": None, "value": None, "bound": None})
-        if kind == "bestdual":
-            e["bound"] = val
-        elif kind in ("opt", "best", "inf", "feas"):
-            e["kind"], e["value"] = kind, val
-            if kind == "opt" and e["bound"] is None:
-                e["bound"] = val
-    return {k: v for k, v in out.items() if v["kind"] is not None or v["bound"] is not None}
-
-
-def write_solu_full(path, entries: dict) -> None:
-    """Write ``{name: {"kind", "value", "bound"}}`` (``=bestdual=`` for unproven instances)."""
-    lines = []
-    for name in sorted(entries):
-        e = entries[name]
-        kind, val, bnd = e.get("kind"), e.get("value"), e.get("bound")
-        if kind in ("opt", "best") and val is not None:
-            lines.append(f"={kind}= {name} {val:.12g}")
-        elif kind == "inf":
-            lines.append(f"=inf= {name}")
-        if kind != "opt" and bnd is not None and math.isfinite(bnd):
-            lines.append(f"=bestdual= {name} {bnd:.12g}")
-    Path(path).write_text("\n".join(lines) + ("\n" if lines else ""))
-
-
-def write_solu(path, entries: dict) -> None:
-    lines = []
-    for name in sorted(entries):
-        kind, val = entries[name]
-        lines.append(f"={kind}= {name}" + (f" {val:.12g}" if val is not None and kind in ("opt", "best") else ""))
-    Path(path).write_text("\n".join(lines) + ("\n" if lines else ""))
-
-
-# --------------------------------------------------------------------- plots
 def _plt():
     import matplotlib
 

@@ -115,11 +115,75 @@ def _special_violation(model) -> tuple[float, str]:
     return worst, where
 
 
+def verify_pyomo(model, objective: float | None) -> dict:
+    """Verification by evaluating every active constraint of ``model`` (any algebraic form, e.g.
+    the rotated cones of ``misvm-hull``), the variable bounds and integrality, and the active
+    objective -- the same tolerances as :func:`check_point`; used where the matrix form does
+    not exist (nonlinear constraints)."""
+    import pyomo.environ as pe
+
+    out = {"verified": False, "feasible": False, "max_violation": None, "where": "", "integrality": 0.0,
+           "objective_recomputed": None, "objective_error": None, "reason": ""}
+    worst, where = 0.0, ""
+    for v in model.component_data_objects(pe.Var, active=True):
+        if v.fixed:
+            continue
+        if v.value is None:
+            out["reason"] = f"no value for {v.name}"
+            return out
+        x = float(v.value)
+        ex = float(_rel_excess(np.array([x]), np.array([-np.inf if v.lb is None else v.lb]),
+                               np.array([np.inf if v.ub is None else v.ub]))[0])
+        if ex > worst:
+            worst, where = ex, f"bound {v.name}"
+        if v.is_integer() or v.is_binary():
+            d = abs(x - round(x))
+            out["integrality"] = max(out["integrality"], d)
+            if d > worst:
+                worst, where = d, f"integrality {v.name}"
+    for c in model.component_data_objects(pe.Constraint, active=True):
+        val = pe.value(c.body, exception=False)
+        if val is None:
+            continue
+        lo, hi = pe.value(c.lower, exception=False), pe.value(c.upper, exception=False)
+        ex = float(_rel_excess(np.array([val]), np.array([-np.inf if lo is None else lo]),
+                               np.array([np.inf if hi is None else hi]))[0])
+        if ex > worst:
+            worst, where = ex, f"row {c.name}"
+    sv, swhere = _special_violation(model)
+    if sv > worst:
+        worst, where = sv, swhere
+    out["max_violation"] = worst
+    out["feasible"] = worst <= FEAS_TOL
+    obj = next(iter(model.component_data_objects(pe.Objective, active=True)))
+    f = float(pe.value(obj.expr))
+    out["objective_recomputed"] = f
+    reasons = []
+    if not out["feasible"]:
+        out["where"] = where
+        reasons.append(f"infeasible: {where} violated by {worst:.3g} (relative; tolerance {FEAS_TOL:g})")
+    ok = False
+    if objective is not None and math.isfinite(objective):
+        out["objective_error"] = abs(f - objective) / max(1.0, abs(f))
+        ok = out["objective_error"] <= OBJ_TOL
+        if not ok:
+            reasons.append(f"reported objective {objective:.10g} differs from the recomputed {f:.10g}")
+    else:
+        reasons.append("no objective reported")
+    out["verified"] = bool(out["feasible"] and ok)
+    out["reason"] = "; ".join(reasons)
+    return out
+
+
 def verify_model(model, objective: float | None) -> dict:
-    """Verify the values currently held by a solved Pyomo ``model`` (see :func:`check_point`)."""
+    """Verify the values currently held by a solved Pyomo ``model`` (see :func:`check_point`);
+    models with nonlinear constraints are checked by :func:`verify_pyomo`."""
     from milopt.solvers.export import extract
 
-    mf = extract(model)
+    try:
+        mf = extract(model)
+    except InvalidParameterError:
+        return verify_pyomo(model, objective)
     x = np.array([np.nan if v.value is None else float(v.value) for v in mf.variables])
     out = check_point(mf, x, objective)
     try:

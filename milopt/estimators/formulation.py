@@ -32,6 +32,24 @@ SOLVER_PARAMS = ParamSet(
 )
 
 
+class formulation_params:
+    """Class attribute ``param_spec`` of an estimator over a formulation: the formulation's own
+    declarations of ``keys`` (one declaration, read when first needed), the solver settings and
+    ``extra``."""
+
+    def __init__(self, keys, **extra):
+        self.keys, self.extra = tuple(keys), extra
+        self._cache = {}
+
+    def __get__(self, obj, cls):
+        if cls not in self._cache:
+            from milopt import models
+
+            form = models.formulation(cls._formulation)
+            self._cache[cls] = ParamSet(SOLVER_PARAMS, {k: form.params[k] for k in self.keys}, self.extra)
+        return self._cache[cls]
+
+
 class FormulationClassifier(MILClassifier):
     """Fit formulation ``formulation`` with the solver driver.
 

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from milopt.errors import InvalidParameterError
-from milopt.estimators.formulation import SOLVER_PARAMS, FormulationClassifier
+from milopt.estimators.formulation import FormulationClassifier, formulation_params
 from milopt.estimators.registry import register_method
 from milopt.numerics import misvm_objective, sil_start
-from milopt.params import Choice, Float, Int, ParamSet, Str
+from milopt.params import Choice, Int, Str
 
 __all__ = ["MISVMClassifier", "sil_start"]
 
@@ -43,15 +43,11 @@ class MISVMClassifier(FormulationClassifier):
     """
 
     _formulation = "misvm-bigm"
-    param_spec = ParamSet(
-        SOLVER_PARAMS,
-        C=Float(1.0, "bag slack cost", gt=0),
+    # the formulation's declarations of its keys, plus the solver settings and these
+    param_spec = formulation_params(
+        ("C", "class_weight", "big_m", "norm", "disjunction"),
         method=Choice("miqp", ("miqp",), "miqp: the misvm-bigm model through the solver driver"),
         solver=Str("scip", "backend (must handle MIQP for norm=l2, MILP for norm=l1)"),
-        class_weight=Choice("kent-yu", ("kent-yu", "balanced", "none"), "per-bag slack costs"),
-        big_m=Float("valid", "valid (provable) | mildsvm | a number > 0", gt=0, choices=("valid", "mildsvm")),
-        norm=Choice("l2", ("l2", "l1"), "regulariser: l2 (MIQP) or l1 (MILP)"),
-        disjunction=Choice("bigm", ("bigm", "sos1", "indicator"), "how a non-witness instance is released"),
         random_state=Int(0, "seed of the starting SVM", none=True),
     )
 

@@ -88,7 +88,7 @@ def mi_objective_best_b(raw, costs, ypos, ptr, w_norm2):
 
 
 class _Node:
-    __slots__ = ("bound", "wit", "alpha", "depth", "add")
+    __slots__ = ("add", "alpha", "bound", "depth", "wit")
 
     def __init__(self, bound, wit, alpha, depth, add):
         self.bound = bound      # valid lower bound of the node
@@ -349,7 +349,7 @@ class MISVMBranchAndBound:
                 if node_limit is not None and nodes >= node_limit:
                     termination = "iteration_limit"
                     break
-                bound, _, _, node = heapq.heappop(heap)
+                node = heapq.heappop(heap)[3]
                 nodes += 1
                 wit = node.wit
                 active = self.base_active.copy()
@@ -359,9 +359,9 @@ class MISVMBranchAndBound:
                 alpha0 = node.alpha
                 while True:
                     if self.qp == "ipm":
-                        it, conv = self._solve_node_ipm(active)
+                        it, _ = self._solve_node_ipm(active)
                     else:
-                        it, conv = self._solve_node(alpha0, active, deadline, tol)
+                        it, _ = self._solve_node(alpha0, active, deadline, tol)
                     iters += it
                     alpha = self.smo.alpha.copy()
                     D, w = self.dual_objective(alpha)

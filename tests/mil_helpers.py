@@ -1,0 +1,30 @@
+"""Reference computations shared by the MI-SVM model tests."""
+from __future__ import annotations
+
+import numpy as np
+import pyomo.environ as pe
+
+from milopt.solvers import Termination, solve
+
+
+def selection_qp(bags, witnesses, costs):
+    """(objective, w, b) of the convex MI-SVM QP with one fixed witness per positive bag (no big-M
+    anywhere), built term by term as an independent reference."""
+    X, bi = bags.X, bags.bag_index
+    d = X.shape[1]
+    m = pe.ConcreteModel()
+    m.w = pe.Var(range(d))
+    m.b = pe.Var()
+    m.xi = pe.Var(range(bags.n_bags), bounds=(0, None))
+    rows = [i for i in range(bags.n_instances) if bags.y[bi[i]] == 0] + list(witnesses)
+    m.c = pe.ConstraintList()
+    for i in rows:
+        s = 1.0 if bags.y[bi[i]] == 1 else -1.0
+        m.c.add(s * (sum(float(X[i, k]) * m.w[k] for k in range(d)) + m.b) >= 1 - m.xi[int(bi[i])])
+    m.o = pe.Objective(expr=0.5 * sum(m.w[k] ** 2 for k in range(d))
+                       + sum(float(costs[I]) * m.xi[I] for I in range(bags.n_bags)))
+    r = solve(m, "highs")
+    if r.termination != Termination.OPTIMAL:  # HiGHS's active-set QP occasionally returns 'unknown'
+        r = solve(m, "scip", mip_gap=1e-12)
+    assert r.termination == Termination.OPTIMAL
+    return r.objective, np.array([m.w[k].value for k in range(d)]), m.b.value
