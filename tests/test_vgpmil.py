@@ -275,7 +275,8 @@ def test_time_limit_returns_a_status_not_an_error(digits):
 
 
 def test_kernel_objective_gradient_matches_finite_differences():
-    from milopt.algorithms.vgpmil import _sqdist, kernel_objective
+    from milopt.algorithms.vgpmil import kernel_objective
+    from milopt.features.kernels import sq_distances as _sqdist
 
     rng = np.random.default_rng(0)
     X, Z = rng.normal(size=(30, 3)), rng.normal(size=(6, 3))
@@ -303,7 +304,7 @@ def test_augmented_kernel_learning_is_monotone(digits):
 
 # ----------------------------------------------------------------------------- the kernel objective of eq. 29
 def _eq29_problem(N=40, M=6, seed=0):
-    from milopt.algorithms.vgpmil import _sqdist
+    from milopt.features.kernels import sq_distances as _sqdist
 
     rng = np.random.default_rng(seed)
     X, Z = rng.normal(size=(N, 3)), rng.normal(size=(M, 3))
@@ -332,7 +333,8 @@ def test_eq29_gradient_matches_finite_differences(theta, alpha, beta, v, l):
 
 
 def test_eq29_log_z_is_exact_for_the_logistic_and_matches_brute_force_for_gamma():
-    from milopt.algorithms.vgpmil import _log_ratio, _sqdist, elbo_objective, logz_proposal
+    from milopt.algorithms.vgpmil import _log_ratio, elbo_objective, logz_proposal
+    from milopt.features.kernels import sq_distances as _sqdist
 
     Dxz, Dzz, m, S, a = _eq29_problem()
     J, g, parts = elbo_objective(np.log([1.0, 1.0]), Dxz, Dzz, m, S, a, make_gsm("pg"), return_parts=True)

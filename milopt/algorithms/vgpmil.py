@@ -82,6 +82,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.special import expit, log_expit, xlogy
 
+from milopt.features.kernels import sq_distances
 from milopt.errors import InvalidDataError, InvalidParameterError
 from milopt.segments import segment_argmax, segment_max, segment_sum
 from milopt.solvers.result import Termination, native
@@ -455,11 +456,6 @@ def _check_inputs(X, ptr, y):
     return X, ptr, y.astype(np.int64)
 
 
-def _sqdist(X, Y):
-    d2 = (X * X).sum(1)[:, None] + (Y * Y).sum(1)[None, :] - 2.0 * (X @ Y.T)
-    return np.maximum(d2, 0.0)
-
-
 def _kernel_parts(log_params, Dxz, Dzz, jitter):
     v, l = np.exp(log_params)
     Ex = np.exp(-Dxz / (2.0 * l))
@@ -688,8 +684,8 @@ def _learn_kernel(X, Z, m, S, theta_n, a, variance, lengthscale, jitter, steps, 
     Returns (variance, lengthscale, info) with info = {objective, ess}."""
     from scipy.optimize import minimize
 
-    Dxz = _sqdist(X, Z)
-    Dzz = _sqdist(Z, Z)
+    Dxz = sq_distances(X, Z)
+    Dzz = sq_distances(Z, Z)
     x0 = np.log([variance, lengthscale])
     if bound == "elbo":
         samples = None if gsm.name == "pg" else logz_proposal(Dxz, Dzz, variance, lengthscale, gsm, n_samples,

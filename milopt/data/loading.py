@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from milopt.data.bags import Bags, normalise_labels
+from milopt.data.bags import Bags, _plain, normalise_labels
 from milopt.errors import InvalidDataError
 
 
@@ -42,11 +42,6 @@ BAG_COLUMNS = ("bag_id", "bag", "bag_name")
 LABEL_COLUMNS = ("label", "bag_label", "y")
 INSTANCE_LABEL_COLUMNS = ("instance_label", "instance_y")
 COORD_PREFIX = "coord"
-
-
-def _plain(v):
-    """A numpy scalar as a plain Python value (messages show 1, not np.int64(1))."""
-    return v.item() if isinstance(v, np.generic) else v
 
 
 def _is_number(v) -> bool:

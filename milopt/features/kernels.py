@@ -50,7 +50,8 @@ def check_kernel(kernel, gamma=None, n_features: int | None = None) -> tuple[str
     return kernel, g
 
 
-def _sqdist(X, Y, xx=None, yy=None):
+def sq_distances(X, Y, xx=None, yy=None):
+    """Squared Euclidean distances between the rows of ``X`` and ``Y`` (clipped at 0)."""
     xx = np.einsum("ij,ij->i", X, X) if xx is None else xx
     yy = np.einsum("ij,ij->i", Y, Y) if yy is None else yy
     D = xx[:, None] + yy[None, :] - 2.0 * (X @ Y.T)
@@ -67,7 +68,7 @@ def kernel_matrix(X, Y=None, kernel="linear", gamma=None) -> np.ndarray:
     kernel, gamma = check_kernel(kernel, gamma, X.shape[1])
     if kernel == "linear":
         return X @ Y.T
-    D = _sqdist(X, Y)
+    D = sq_distances(X, Y)
     np.multiply(D, -gamma, out=D)
     return np.exp(D, out=D)
 
@@ -126,7 +127,7 @@ def mean_embedding_kernel(S, ptr, S2=None, ptr2=None, kernel="rbf", gamma=None,
         j = int(np.searchsorted(ptr, ptr[i] + rows_per_block, side="right")) - 1
         j = min(max(j, i + 1), n1)
         Sb = S[ptr[i]:ptr[j]]
-        D = _sqdist(Sb, S2, None, yy)
+        D = sq_distances(Sb, S2, None, yy)
         np.multiply(D, D.dtype.type(-gamma), out=D)
         np.exp(D, out=D)
         Kb = np.add.reduceat(D, ptr2[:-1], axis=1, dtype=np.float64)   # (points in block, n2)

@@ -63,6 +63,7 @@ import numpy as np
 
 from milopt.errors import InvalidParameterError, UnsupportedProblemError
 from milopt.segments import segment_argmax, segment_max
+from milopt.solvers.result import relative_gap
 
 #: dense kernel matrix up to this many instances (else rows from the features on demand)
 DENSE_MAX = 3000
@@ -324,11 +325,11 @@ class MISVMBranchAndBound:
                 lb = lower()
                 ub = best["value"]
                 history.append({"time": now, "nodes": nodes, "lower": lb, "upper": ub,
-                                "gap": _gap(ub, lb), "open": len(heap)})
+                                "gap": relative_gap(ub, lb), "open": len(heap)})
                 last_hist[0] = now
                 if verbose:
                     print(f"bnb {now:8.2f}s nodes={nodes:7d} open={len(heap):7d} lb={lb:.6g} ub={ub:.6g} "
-                          f"gap={_gap(ub, lb):.3%}", flush=True)
+                          f"gap={relative_gap(ub, lb):.3%}", flush=True)
 
         def eps():
             return max(abs_gap, mip_gap * abs(best["value"]))
@@ -434,12 +435,6 @@ class MISVMBranchAndBound:
                 "termination": termination, "history": history, "root_bound": root_bound,
                 "open_nodes": len(heap), "seconds": time.perf_counter() - t0,
                 "incumbent_source": best.get("source", "")}
-
-
-def _gap(ub, lb):
-    if not (math.isfinite(ub) and math.isfinite(lb)):
-        return math.inf
-    return abs(ub - lb) / max(abs(ub), 1e-10)
 
 
 # ------------------------------------------------------------------ heuristics
