@@ -873,6 +873,10 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
         raise InvalidParameterError(f"kernel_bound: expected 'elbo' or 'augmented', got {kernel_bound!r}")
     if mean not in ("zero", "constant"):
         raise InvalidParameterError(f"mean: expected 'zero' or 'constant', got {mean!r}")
+    if mean == "constant" and gsm.name != "pg":
+        # without log Z the bound grows without limit as m₀ → −∞ when ψ ≠ φ (e^{−f/2}ψ(f) is unbounded)
+        raise InvalidParameterError("mean: 'constant' needs the logistic likelihood (theta='pg'); for other ψ the "
+                                    "bound is unbounded in m₀ without log Z: use mean='zero'")
     if pi_init == "label":
         pi = T_inst.copy()
     elif pi_init == "half":

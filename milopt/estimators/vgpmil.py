@@ -41,13 +41,14 @@ class VGPMILClassifier(MILClassifier):
     variance : float
         Kernel variance v (4: measured on MUSK, docs/vgpmil.md; the paper starts from 0.5 and
         learns it).
-    mean : {'constant', 'zero'}
-        Prior mean of the latent GP. ``'constant'``: a constant m₀ learned with the variational
-        parameters (each epoch takes the m₀ that maximises the augmented bound, a closed-form
-        ascent step); ``'zero'``: the paper's zero-mean prior (eq. 2). With the zero mean, the
-        latent returns to 0 (p = ½) away from the training instances while the MIL fixed point
-        pushes it well below 0 on them, and run to convergence VGPMIL ranked MUSK2 bags below
-        chance (docs/vgpmil.md).
+    mean : {'auto', 'constant', 'zero'}
+        Prior mean of the latent GP. ``'constant'``: a constant m₀ learned jointly with q(u)
+        (a closed-form ascent step of the ELBO), logistic likelihood only; ``'zero'``: the paper's
+        zero-mean prior (eq. 2); ``'auto'``: ``'constant'`` for ``theta='pg'``, ``'zero'``
+        otherwise. With the zero mean the latent returns to 0 (p = ½) away from the training
+        instances while the MIL fixed point pushes it well below 0 on them, and VGPMIL run to
+        convergence ranked held-out MUSK2 bags below chance (docs/vgpmil.md). For G-VGPMIL the
+        bound without log Z grows without limit as m₀ → −∞, so ``'constant'`` is refused.
     lengthscale : float or 'auto'
         Squared length scale l of v·exp(-‖x - x'‖²/(2l)). ``'auto'``: chosen among
         ``lengthscale_grid`` × (median squared distance of the training instances) by inner
@@ -116,7 +117,7 @@ class VGPMILClassifier(MILClassifier):
                  lengthscale="auto", lengthscale_grid=(0.25,), H=100.0, warmup=0, max_iter=300, tol=1e-5,
                  early_stopping=True, validation_fraction=0.2, patience=10, refit=True, emax="max", damping=0.5,
                  pi_init="label", learn_kernel=False, kernel_bound="elbo", bag_rule="max",
-                 predict_method="gh", n_samples=500, time_limit=None, blas_threads=1, random_state=0, mean="constant"):
+                 predict_method="gh", n_samples=500, time_limit=None, blas_threads=1, random_state=0, mean="auto"):
         self.theta = theta
         self.alpha = alpha
         self.beta = beta
@@ -177,8 +178,8 @@ class VGPMILClassifier(MILClassifier):
             raise InvalidParameterError(f"pi_init: expected 'label', 'half' or 'random', got {self.pi_init!r}")
         if self.kernel_bound not in ("elbo", "augmented"):
             raise InvalidParameterError(f"kernel_bound: expected 'elbo' or 'augmented', got {self.kernel_bound!r}")
-        if self.mean not in ("zero", "constant"):
-            raise InvalidParameterError(f"mean: expected 'zero' or 'constant', got {self.mean!r}")
+        if self.mean not in ("auto", "zero", "constant"):
+            raise InvalidParameterError(f"mean: expected 'auto', 'zero' or 'constant', got {self.mean!r}")
         try:
             ok = 0.0 < float(self.damping) <= 1.0
         except (TypeError, ValueError):
@@ -195,7 +196,12 @@ class VGPMILClassifier(MILClassifier):
                           validation=validation, patience=int(self.patience), bag_rule=self.bag_rule,
                           emax=self.emax, damping=float(self.damping), pi_init=self.pi_init,
                           learn_kernel=_as_bool(self.learn_kernel, "learn_kernel"), kernel_bound=self.kernel_bound,
-                          time_limit=self.time_limit, random_state=self.random_state, mean=self.mean)
+                          time_limit=self.time_limit, random_state=self.random_state, mean=self._mean())
+
+    def _mean(self):
+        if self.mean == "auto":
+            return "constant" if self.theta == "pg" else "zero"
+        return self.mean
 
     # ------------------------------------------------------------------ fit
     def _fit(self, bags: Bags):
