@@ -118,7 +118,8 @@ def trace_witnesses(name, seed, theta, epochs, params):
     for it in epochs:
         post, pi, res = fit_vgpmil(Btr.X, Btr.bag_ptr, Btr.y, Z=Z, lengthscale=l, max_iter=it, tol=0.0, theta=theta,
                                    H=float(est.H), variance=float(est.variance), emax=est.emax,
-                                   damping=float(est.damping), pi_init=est.pi_init, random_state=seed)
+                                   damping=float(est.damping), pi_init=est.pi_init, mean=est._mean(),
+                                   random_state=seed)
         mu, _ = post.latent(Btr.X)
         w = segment_argmax(pi, Btr.bag_ptr)[Btr.y == 1]
         p_te = post.instance_proba(Bte.X)[0]

@@ -439,3 +439,64 @@ def test_expected_max_others_property(bags):
     pi = np.array([p for b in bags for p in b])
     ptr = np.concatenate(([0], np.cumsum(sizes)))
     np.testing.assert_allclose(expected_max_others(pi, ptr), _brute_force_emax(pi, sizes), atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- learned constant prior mean
+@pytest.mark.parametrize("H", [100.0, 1e12])
+def test_constant_mean_step_never_lowers_the_elbo_and_is_stationary(digits, H):
+    tr, _ = digits
+    gsm = make_gsm("pg")
+    post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, theta="pg", H=H, max_iter=400,
+                               tol=1e-10, emax="exact", mean="constant", random_state=0)
+    elbo = np.array([h["elbo"] for h in res.history])
+    assert np.all(np.diff(elbo) >= -1e-8 * np.abs(elbo).max()), np.diff(elbo).min()
+    m0 = res.extra["mean"]
+    assert m0 == post.mean and m0 < 0            # most training instances are negative: the prior level drops
+    # stationarity of the augmented bound in m0: Σ_n (π_n − ½ − θ(c_n) μ_n) = 0 at the tangent point
+    mu, var = post.latent(tr.X)
+    th = gsm.theta(np.sqrt(mu * mu + var))
+    grad = float(np.sum(pi - 0.5 - th * mu))
+    assert abs(grad) < 1e-3 * float(np.sum(np.abs(pi - 0.5) + th * np.abs(mu)))
+
+
+def test_constant_mean_is_the_prediction_far_from_the_data(digits):
+    tr, _ = digits
+    post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=20, theta="pg", max_iter=50, mean="constant")
+    far = np.full((1, tr.X.shape[1]), 1e3)
+    mu, var = post.latent(far)
+    np.testing.assert_allclose(mu, [post.mean], atol=1e-9)
+    np.testing.assert_allclose(var, [post.variance], rtol=1e-9)
+    zero = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=20, theta="pg", max_iter=50, mean="zero")[0]
+    assert zero.mean == 0.0 and abs(zero.latent(far)[0][0]) < 1e-9
+    with pytest.raises(InvalidParameterError, match="mean"):
+        fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=5, mean="linear")
+    with pytest.raises(InvalidParameterError, match="mean"):
+        VGPMILClassifier(n_inducing=5, mean="linear").fit(tr)
+    # G-VGPMIL: without log Z the bound is unbounded in m0, so a learned constant mean is refused
+    with pytest.raises(InvalidParameterError, match="theta='pg'"):
+        fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=5, theta="gamma", mean="constant")
+    assert VGPMILClassifier(theta="gamma")._mean() == "zero" and VGPMILClassifier(theta="pg")._mean() == "constant"
+    est = milopt.estimator("vgpmil", n_inducing=10, validation_fraction=0.0)
+    est.fit(tr)
+    assert est.steps[-1][1].posterior_.mean < 0       # the CLI's vgpmil learns the mean by default
+
+
+@pytest.mark.parametrize("theta", ["pg", "gamma"])
+def test_eq29_gradient_with_a_prior_mean_matches_finite_differences(theta):
+    from milopt.algorithms.vgpmil import elbo_objective, kernel_objective, logz_proposal
+
+    Dxz, Dzz, m, S, a = _eq29_problem()
+    gsm = make_gsm(theta, 1.0, 1.0)
+    smp = None if theta == "pg" else logz_proposal(Dxz, Dzz, 1.7, 2.3, gsm, 32, random_state=1)
+    x = np.log([1.7, 2.3])
+    h = 1e-5
+    J, g = elbo_objective(x, Dxz, Dzz, m, S, a, gsm, smp, mean=-1.3)
+    assert J != elbo_objective(x, Dxz, Dzz, m, S, a, gsm, smp)[0]
+    fd = [(elbo_objective(x + h * e, Dxz, Dzz, m, S, a, gsm, smp, mean=-1.3)[0]
+           - elbo_objective(x - h * e, Dxz, Dzz, m, S, a, gsm, smp, mean=-1.3)[0]) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
+    th = np.random.default_rng(2).random(a.size)
+    F, g = kernel_objective(x, Dxz, Dzz, m, S, th, a, mean=-1.3)
+    fd = [(kernel_objective(x + h * e, Dxz, Dzz, m, S, th, a, mean=-1.3)[0]
+           - kernel_objective(x - h * e, Dxz, Dzz, m, S, th, a, mean=-1.3)[0]) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)

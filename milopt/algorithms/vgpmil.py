@@ -279,6 +279,7 @@ class VGPMILPosterior:
     R: np.ndarray
     m_white: np.ndarray
     jitter: float = 0.0
+    mean: float = 0.0
 
     @property
     def m(self) -> np.ndarray:
@@ -300,7 +301,7 @@ class VGPMILPosterior:
             B = solve_triangular(self.L, rbf_kernel(self.Z, X[s:s + chunk], self.variance, self.lengthscale),
                                  lower=True, check_finite=False)
             RB = solve_triangular(self.R, B, lower=True, check_finite=False)
-            mu[s:s + chunk] = B.T @ self.m_white
+            mu[s:s + chunk] = self.mean + B.T @ self.m_white
             var[s:s + chunk] = self.variance - (B * B).sum(0) + (RB * RB).sum(0)
         return mu, np.maximum(var, 1e-12)
 
@@ -330,7 +331,7 @@ class VGPMILPosterior:
             cond = np.maximum(self.variance - (B * B).sum(0), 0.0)
             eps = rng.standard_normal((n_samples, self.m_white.size))
             V = self.m_white[None, :] + solve_triangular(self.R, eps.T, lower=True, trans="T").T
-            F = V @ B + np.sqrt(cond)[None, :] * rng.standard_normal((n_samples, Xf.shape[0]))
+            F = self.mean + V @ B + np.sqrt(cond)[None, :] * rng.standard_normal((n_samples, Xf.shape[0]))
             logq = log_expit(-F)                                   # log(1 - σ(f))
             ls = np.add.reduceat(logq, ptr[:-1], axis=1)           # (n_samples, n_bags) log survival
             pb = -np.expm1(ls)
@@ -480,7 +481,7 @@ def _kernel_chain(v, l, Dxz, Dzz, Ez, Kxz, K, Kinv, A, G_A, G_Kxz, G_K, dv):
     return np.array([dF_dlogv, dF_dlogl])
 
 
-def kernel_objective(log_params, Dxz, Dzz, m, S, theta_n, a, jitter=1e-6):
+def kernel_objective(log_params, Dxz, Dzz, m, S, theta_n, a, jitter=1e-6, mean=0.0):
     r"""The augmented bound at fixed q(ω) (tangent bound of log ψ at c_n) as a function of the kernel.
 
     .. math::
@@ -500,7 +501,7 @@ def kernel_objective(log_params, Dxz, Dzz, m, S, theta_n, a, jitter=1e-6):
     """
     v, l, Ez, Kxz, K, cf, Kinv, A = _kernel_parts(log_params, Dxz, Dzz, jitter)
     M = Dzz.shape[0]
-    mu = A @ m
+    mu = mean + A @ m
     AS = A @ S
     s2 = v - np.einsum("nm,nm->n", A, Kxz) + np.einsum("nm,nm->n", AS, A)
     logdetK = 2.0 * np.log(np.diag(cf[0])).sum()
@@ -586,7 +587,7 @@ def logz_proposal(Dxz, Dzz, variance, lengthscale, gsm, n_samples=64, jitter=1e-
     return LogZSamples(U, log_q)
 
 
-def elbo_objective(log_params, Dxz, Dzz, m, S, a, gsm, samples=None, jitter=1e-6, return_parts=False):
+def elbo_objective(log_params, Dxz, Dzz, m, S, a, gsm, samples=None, jitter=1e-6, return_parts=False, mean=0.0):
     r"""The kernel objective 𝒥(λ) of eq. 29 at fixed q(u) = N(m, S) and π, and its gradient.
 
     .. math::
@@ -619,7 +620,7 @@ def elbo_objective(log_params, Dxz, Dzz, m, S, a, gsm, samples=None, jitter=1e-6
     """
     v, l, Ez, Kxz, K, cf, Kinv, A = _kernel_parts(log_params, Dxz, Dzz, jitter)
     N, M = Dxz.shape
-    mu = A @ m
+    mu = mean + A @ m
     AS = A @ S
     Qnn = np.einsum("nm,nm->n", A, Kxz)
     s2 = np.maximum(v - Qnn + np.einsum("nm,nm->n", AS, A), 1e-300)
@@ -648,7 +649,7 @@ def elbo_objective(log_params, Dxz, Dzz, m, S, a, gsm, samples=None, jitter=1e-6
         KiU = Kinv @ U
         ell = (-0.5 * np.einsum("ms,ms->s", U, KiU) - 0.5 * logdetK - 0.5 * M * math.log(2.0 * math.pi)
                - samples.log_q)
-        MU = A @ U                                                 # (N, S) conditional means
+        MU = mean + A @ U                                          # (N, S) conditional means
         Gv = np.empty_like(MU)
         Gmu = np.empty_like(MU)
         Gd = np.empty_like(MU)
@@ -676,7 +677,7 @@ def elbo_objective(log_params, Dxz, Dzz, m, S, a, gsm, samples=None, jitter=1e-6
 
 
 def _learn_kernel(X, Z, m, S, theta_n, a, variance, lengthscale, jitter, steps, bounds, gsm=None, bound="elbo",
-                  n_samples=64, random_state=0):
+                  n_samples=64, random_state=0, mean=0.0):
     """A few L-BFGS-B steps on (log v, log l) maximising the kernel objective (never lowers it).
 
     ``bound='elbo'``: :func:`elbo_objective` (eq. 29) with importance samples for log Z drawn at the
@@ -692,10 +693,10 @@ def _learn_kernel(X, Z, m, S, theta_n, a, variance, lengthscale, jitter, steps, 
                                                                jitter, random_state)
 
         def obj(x):
-            return elbo_objective(x, Dxz, Dzz, m, S, a, gsm, samples, jitter)
+            return elbo_objective(x, Dxz, Dzz, m, S, a, gsm, samples, jitter, mean=mean)
     else:
         def obj(x):
-            return kernel_objective(x, Dxz, Dzz, m, S, theta_n, a, jitter)
+            return kernel_objective(x, Dxz, Dzz, m, S, theta_n, a, jitter, mean=mean)
     f0, _ = obj(x0)
 
     def fun(x):
@@ -711,7 +712,7 @@ def _learn_kernel(X, Z, m, S, theta_n, a, variance, lengthscale, jitter, steps, 
     info = {"kernel_objective": float(f0)}
     if bound == "elbo" and gsm.name != "pg":
         info["logz_ess"] = elbo_objective(r.x if np.isfinite(r.fun) else x0, Dxz, Dzz, m, S, a, gsm, samples,
-                                          jitter, return_parts=True)[2]["ess"]
+                                          jitter, return_parts=True, mean=mean)[2]["ess"]
     if np.isfinite(r.fun) and -r.fun >= f0:
         v, l = np.exp(r.x)
         info["kernel_objective"] = float(-r.fun)
@@ -745,7 +746,7 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
                H=100.0, theta="gamma", alpha=1.0, beta=1.0, max_iter=200, tol=1e-5, pi_steps=3, pi_init="label", warmup=0,
                emax="max", damping=0.5, jitter=1e-6, validation=None, patience=10, bag_rule="max", learn_kernel=False,
                kernel_steps=5, kernel_bound="elbo", logz_samples=64, blas_threads=1, time_limit=None, random_state=0,
-               verbose=False):
+               verbose=False, mean="zero"):
     r"""Fit (Py-/G-)VGPMIL by coordinate ascent on the ELBO.
 
     Parameters
@@ -821,7 +822,7 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
               theta=theta, alpha=alpha, beta=beta, max_iter=max_iter, tol=tol, pi_steps=pi_steps, pi_init=pi_init,
               warmup=warmup, emax=emax, damping=damping, jitter=jitter, validation=validation, patience=patience,
               bag_rule=bag_rule, learn_kernel=learn_kernel, kernel_steps=kernel_steps, kernel_bound=kernel_bound,
-              logz_samples=logz_samples, time_limit=time_limit, random_state=random_state, verbose=verbose)
+              logz_samples=logz_samples, time_limit=time_limit, random_state=random_state, verbose=verbose, mean=mean)
     if blas_threads is None:
         return _fit_vgpmil(X, ptr, y, **kw)
     from threadpoolctl import threadpool_limits
@@ -832,7 +833,7 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
 
 def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscale, H, theta, alpha, beta, max_iter, tol,
                 pi_steps, pi_init, warmup, emax, damping, jitter, validation, patience, bag_rule, learn_kernel, kernel_steps,
-                kernel_bound, logz_samples, time_limit, random_state, verbose):
+                kernel_bound, logz_samples, time_limit, random_state, verbose, mean="zero"):
     t_start = time.perf_counter()
     X, ptr, y = _check_inputs(X, ptr, y)
     gsm = make_gsm(theta, alpha, beta)
@@ -870,6 +871,12 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
         raise InvalidParameterError(f"damping: expected a value in (0, 1], got {damping}")
     if kernel_bound not in ("elbo", "augmented"):
         raise InvalidParameterError(f"kernel_bound: expected 'elbo' or 'augmented', got {kernel_bound!r}")
+    if mean not in ("zero", "constant"):
+        raise InvalidParameterError(f"mean: expected 'zero' or 'constant', got {mean!r}")
+    if mean == "constant" and gsm.name != "pg":
+        # without log Z the bound grows without limit as m₀ → −∞ when ψ ≠ φ (e^{−f/2}ψ(f) is unbounded)
+        raise InvalidParameterError("mean: 'constant' needs the logistic likelihood (theta='pg'); for other ψ the "
+                                    "bound is unbounded in m₀ without log Z: use mean='zero'")
     if pi_init == "label":
         pi = T_inst.copy()
     elif pi_init == "half":
@@ -879,6 +886,7 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
     else:
         raise InvalidParameterError(f"pi_init: expected 'label', 'half' or 'random', got {pi_init!r}")
     c = np.sqrt(np.full(X.shape[0], variance))              # prior E[f²] = v
+    m0 = 0.0
     history = []
     best = None
     best_auc = -np.inf
@@ -893,10 +901,20 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
         th = gsm.theta(c)
         P = eye + (B * th) @ B.T
         R = np.linalg.cholesky(P)
-        mw = cho_solve((R, True), B @ (pi - 0.5), check_finite=False)
+        a = pi - 0.5
+        if mean == "constant":
+            # (m̃, m₀) jointly maximise the bound's quadratic Σ[a_n f̄_n − ½θ_n f̄_n²] − ½‖m̃‖², f̄ = Bᵀm̃ + m₀:
+            # Schur complement of [[I + BΘBᵀ, BΘ1], [1ᵀΘBᵀ, 1ᵀΘ1]] (positive: 1ᵀ(Θ⁻¹ + BᵀB)⁻¹1)
+            g = B @ th
+            Pa = cho_solve((R, True), B @ a, check_finite=False)
+            Pg = cho_solve((R, True), g, check_finite=False)
+            m0 = float((a.sum() - g @ Pa) / (th.sum() - g @ Pg))
+            mw = Pa - m0 * Pg
+        else:
+            mw = cho_solve((R, True), B @ a, check_finite=False)
         # q(ω): c² = E[f²] = μ² + k_nn − Q_nn + b_nᵀ S̃ b_n  (S̃ = (R Rᵀ)⁻¹, a GEMM instead of a TRSM)
         St = cho_solve((R, True), eye, check_finite=False)
-        mu = B.T @ mw
+        mu = B.T @ mw + m0
         s2 = cond_var + np.einsum("mn,mn->n", B, St @ B)
         c = np.sqrt(mu * mu + s2)
         # q(y): monotone π block steps
@@ -914,9 +932,9 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
         kl = 0.5 * (float(np.trace(St)) + float(mw @ mw) - M + 2.0 * float(np.log(np.diag(R)).sum()))
         elbo = (-0.5 * float(mu.sum()) + float(gsm.log_psi(c).sum()) + gsm.const * X.shape[0] - kl
                 + _pi_block(pi, mu, T_inst, ptr, logH, y) - (ptr.size - 1) * math.log1p(1.0 / H))
-        rec = {"iteration": it, "elbo": elbo, "objective": elbo, "kl": kl, "max_dpi": dpi, "pi_step": step,
+        rec = {"iteration": it, "elbo": elbo, "objective": elbo, "kl": kl, "max_dpi": dpi, "pi_step": step, "mean": m0,
                "warmup": in_warmup, "seconds": time.perf_counter() - t_start}
-        post = VGPMILPosterior(Z, float(variance), float(lengthscale), L, R, mw, jitter)
+        post = VGPMILPosterior(Z, float(variance), float(lengthscale), L, R, mw, jitter, m0)
         if validation is not None:
             from sklearn.metrics import roc_auc_score
 
@@ -953,14 +971,14 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
             S_u = W @ L.T
             v_new, l_new, kinfo = _learn_kernel(X, Z, m_u, 0.5 * (S_u + S_u.T), gsm.theta(c), pi - 0.5, variance,
                                                 lengthscale, jitter, kernel_steps, bounds, gsm, kernel_bound,
-                                                logz_samples, random_state + it)
+                                                logz_samples, random_state + it, mean=m0)
             rec.update(kinfo)
             if (v_new, l_new) != (variance, lengthscale):
                 variance, lengthscale = v_new, l_new
                 L, B, cond_var = kernel_factors(variance, lengthscale)
                 prev = None                  # the bound moved: measure convergence afresh
         rec["variance"], rec["lengthscale"] = float(variance), float(lengthscale)
-    extra = {"n_inducing": M, "variance": float(post.variance), "lengthscale": float(post.lengthscale), "H": float(H),
+    extra = {"n_inducing": M, "mean": float(post.mean), "variance": float(post.variance), "lengthscale": float(post.lengthscale), "H": float(H),
              "theta": gsm.name, "alpha": float(alpha), "beta": float(beta)}
     objective = history[-1]["elbo"]
     if validation is not None and best is not None:
