@@ -384,12 +384,18 @@ def table_published(rows_by_run, several) -> str:
         sb = summary[best]
         means = np.array([np.nanmean(v["acc"]) for v in summary.values()])
         b = json.loads(best)
-        ch = ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in b.items()) or "–"
+        ch = _label(b) or "–"
         note = "; ".join(notes + ([f"termination: {', '.join(sb['terminations'])}"] if sb["terminations"] else []))
         lines.append(lead + f"{len(summary)}/{n_points} | {ch} | {np.nanmean(sb['acc']):.3f} ± {np.nanstd(sb['acc']):.3f} | "
                      f"{np.nanmean(sb['auc']):.3f} ± {np.nanstd(sb['auc']):.3f} | {np.nanmean(sb['fit']):.2f} | "
                      f"{means.mean():.3f} ({means.min():.3f}–{means.max():.3f}) | {note} |")
     return "\n".join(lines)
+
+
+def _label(params: dict) -> str:
+    """``{"C": 10.0, "scale_C": False}`` -> ``C=10, scale_C=false``."""
+    return ", ".join(f"{k}={str(v).lower()}" if isinstance(v, bool) else f"{k}={v:g}" if isinstance(v, (int, float))
+                     else f"{k}={v}" for k, v in params.items())
 
 
 def _f(x):
@@ -450,7 +456,7 @@ def table(paths) -> str:
         chosen: dict[str, int] = {}
         for r in ok:
             b = json.loads(r["best_params"] or "{}")
-            s = ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in b.items())
+            s = _label(b)
             chosen[s] = chosen.get(s, 0) + 1
         ch = "; ".join(f"{k} ({n})" for k, n in sorted(chosen.items(), key=lambda t: -t[1])) or "–"
         notes = sorted({r["status"] for r in g if r["status"] != "ok"})
