@@ -408,14 +408,14 @@ def _f(x):
 
 def table(paths) -> str:
     """Markdown: one row per (data, method, run) from per-fold CSVs (``paths``: comma-separated;
-    the run is the file's stem, shown when there are several files)."""
+    the run is the file's stem without "reproduction_", shown when there are several files)."""
     rows = []
     paths = paths.split(",")
     published = []
     for path in paths:
         with open(path, newline="") as fh:
             rd = list(csv.DictReader(fh))
-        run_name = os.path.splitext(os.path.basename(path))[0]
+        run_name = os.path.splitext(os.path.basename(path))[0].removeprefix("reproduction_")
         if rd and "protocol" in rd[0]:
             published.append((run_name, rd))
         else:
@@ -423,8 +423,9 @@ def table(paths) -> str:
     several = len(paths) > 1
     if published:
         out = table_published(published, several)
-        return out if not rows else table(",".join(p for p in paths if os.path.splitext(os.path.basename(p))[0]
-                                                   not in {n for n, _ in published})) + "\n\n" + out
+        pub = {n for n, _ in published}
+        nested = [p for p in paths if os.path.splitext(os.path.basename(p))[0].removeprefix("reproduction_") not in pub]
+        return out if not rows else table(",".join(nested)) + "\n\n" + out
     order, groups = [], {}
     for r in rows:
         key = (r["data"], r["method"], r["run"])
