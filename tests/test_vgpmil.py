@@ -500,3 +500,23 @@ def test_eq29_gradient_with_a_prior_mean_matches_finite_differences(theta):
     fd = [(kernel_objective(x + h * e, Dxz, Dzz, m, S, th, a, mean=-1.3)[0]
            - kernel_objective(x - h * e, Dxz, Dzz, m, S, th, a, mean=-1.3)[0]) / (2 * h) for e in np.eye(2)]
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
+
+
+def test_a_diverging_likelihood_returns_an_error_status_with_the_last_finite_posterior(digits):
+    tr, _ = digits
+    calls = {"n": 0}
+
+    def psi(t):
+        return 1.0 / np.cosh(t / 2.0)
+
+    def dpsi(t):  # the logistic's ψ' for the first epochs, then NaN: a GSM whose θ breaks down
+        calls["n"] += 1
+        out = -0.5 * np.tanh(t / 2.0) / np.cosh(t / 2.0)
+        return out if calls["n"] <= 3 else np.full_like(out, np.nan)
+
+    post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=10, theta=(psi, dpsi), max_iter=20, tol=0.0)
+    assert res.termination == milopt.solvers.Termination.ERROR and res.iterations > 1
+    assert np.all(np.isfinite(post.latent(tr.X)[0])) and np.isfinite(res.objective)
+    calls["n"] = 10
+    with pytest.raises(InvalidParameterError, match="not finite"):
+        fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=10, theta=(psi, dpsi), max_iter=20)

@@ -895,12 +895,22 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
     termination = Termination.ITERATION_LIMIT
     eye = np.eye(M)
     it = 0
+    post = None
     warmup_end = int(warmup)
     for it in range(1, max_iter + 1):
         # q(u): S̃⁻¹ = I + B Θ Bᵀ, m̃ = S̃ B (π − ½)
         th = gsm.theta(c)
         P = eye + (B * th) @ B.T
-        R = np.linalg.cholesky(P)
+        try:
+            R = np.linalg.cholesky(P) if np.all(np.isfinite(th)) else None
+        except np.linalg.LinAlgError:
+            R = None
+        if R is None:
+            if post is None:
+                raise InvalidParameterError("VGPMIL: θ(c) of the likelihood is not finite and positive at the start; "
+                                            "check theta, alpha and beta")
+            termination = Termination.ERROR      # diverged: keep the last finite posterior
+            break
         a = pi - 0.5
         if mean == "constant":
             # (m̃, m₀) jointly maximise the bound's quadratic Σ[a_n f̄_n − ½θ_n f̄_n²] − ½‖m̃‖², f̄ = Bᵀm̃ + m₀:
@@ -917,6 +927,12 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
         mu = B.T @ mw + m0
         s2 = cond_var + np.einsum("mn,mn->n", B, St @ B)
         c = np.sqrt(mu * mu + s2)
+        if not np.all(np.isfinite(c)):
+            if post is None:
+                raise InvalidParameterError("VGPMIL: the latent mean is not finite after the first epoch; check theta, "
+                                            "alpha, beta and the kernel variance")
+            termination = Termination.ERROR      # diverged: keep the last finite posterior
+            break
         # q(y): monotone π block steps
         dpi = 0.0
         step = 1.0
