@@ -11,6 +11,7 @@ from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
+from milopt.params import Bool, Choice, Float, Int, ParamSet
 
 
 def _split_bags(y, fraction, seed):
@@ -112,6 +113,36 @@ class VGPMILClassifier(MILClassifier):
 
     threshold_ = 0.5
     instance_threshold_ = 0.5
+
+    # declared once: what `milopt list` shows and what `--set` / `--tune` accept (the rest is inferred
+    # from the constructor's defaults); `_validate_params` re-checks values given from Python
+    param_spec = ParamSet(
+        theta=Choice("gamma", ("gamma", "pg"), "GSM of the likelihood: gamma (G-VGPMIL) or pg (logistic, VGPMIL)"),
+        alpha=Float(1.0, "Gamma GSM shape α (eq. 38)", gt=0),
+        beta=Float(1.0, "Gamma GSM rate β (eq. 38)", gt=0),
+        n_inducing=Int(200, "number of inducing points M", ge=1),
+        inducing_init=Choice("kmeans", ("kmeans", "random"), "inducing inputs: k-means centres or a random subset"),
+        variance=Float(4.0, "kernel variance v", gt=0),
+        mean=Choice("auto", ("auto", "constant", "zero"),
+                    "prior mean: learned constant (logistic only), zero (paper), auto = constant for pg"),
+        H=Float(100.0, "bag likelihood H^G/(H+1) (eq. 4)", gt=1, finite=False),
+        warmup=Int(0, "epochs with π fixed at the bag labels", ge=0),
+        max_iter=Int(300, "maximum number of epochs", ge=1),
+        tol=Float(1e-5, "relative ELBO change that ends the coordinate ascent", gt=0),
+        early_stopping=Bool(True, "stop on the validation bag AUC (patience epochs), as the paper's protocol"),
+        validation_fraction=Float(0.2, "share of training bags held out for validation", ge=0, lt=1),
+        patience=Int(10, "epochs without validation improvement", ge=1),
+        refit=Bool(True, "refit on all training bags for the selected epochs"),
+        emax=Choice("max", ("max", "exact"), "E[max y] in the π update (eq. 25)"),
+        damping=Float(0.5, "step of the max-rule π update", gt=0, le=1),
+        pi_init=Choice("label", ("label", "half", "random"), "start of q(y)"),
+        learn_kernel=Bool(False, "Algorithm 1 line 8: learn (v, l) every epoch"),
+        kernel_bound=Choice("elbo", ("elbo", "augmented"), "kernel objective: eq. 29 or the augmented bound"),
+        bag_rule=Choice("max", ("max", "noisy-or"), "bag probability from instance probabilities"),
+        predict_method=Choice("gh", ("gh", "probit", "mc"), "E[σ(f*)]: Gauss–Hermite, probit or Monte Carlo"),
+        n_samples=Int(500, "Monte Carlo draws for predict_method=mc", ge=1),
+        blas_threads=Int(1, "BLAS threads during fit and predict", ge=1),
+    )
 
     def __init__(self, theta="gamma", alpha=1.0, beta=1.0, n_inducing=200, inducing_init="kmeans", variance=4.0,
                  lengthscale="auto", lengthscale_grid=(0.25,), H=100.0, warmup=0, max_iter=300, tol=1e-5,
