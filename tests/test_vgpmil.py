@@ -520,3 +520,20 @@ def test_a_diverging_likelihood_returns_an_error_status_with_the_last_finite_pos
     calls["n"] = 10
     with pytest.raises(InvalidParameterError, match="not finite"):
         fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=10, theta=(psi, dpsi), max_iter=20)
+
+
+def test_declared_parameters_type_and_check_cli_values():
+    spec = get_method("vgpmil")
+    ps = spec.params
+    assert ps["mean"].choices == ("auto", "constant", "zero") and ps["mean"].default == "auto"
+    assert ps["variance"].default == 4.0 and "theta" not in ps           # theta is fixed by the method name
+    typed = spec.validate({"mean": "zero", "variance": "2", "early_stopping": "false", "H": "inf"})
+    assert typed == {"mean": "zero", "variance": 2.0, "early_stopping": False, "H": math.inf}
+    for bad, key in [({"mean": "foo"}, "mean"), ({"damping": "1.5"}, "damping"), ({"H": "1"}, "H"),
+                     ({"n_inducing": "0"}, "n_inducing"), ({"bag_rule": "mean"}, "bag_rule")]:
+        with pytest.raises(InvalidParameterError, match=key):
+            spec.validate(bad)
+    # every declared key is a constructor parameter with the same default
+    est = VGPMILClassifier()
+    for k, p in VGPMILClassifier.param_spec.items():
+        assert getattr(est, k) == p.default, k
