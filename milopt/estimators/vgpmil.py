@@ -127,7 +127,7 @@ class VGPMILClassifier(MILClassifier):
                     "prior mean: learned constant (logistic only), zero (paper), auto = constant for pg"),
         H=Float(100.0, "bag likelihood H^G/(H+1) (eq. 4)", gt=1, finite=False),
         warmup=Int(0, "epochs with π fixed at the bag labels", ge=0),
-        max_iter=Int(300, "maximum number of epochs", ge=1),
+        max_iter=Int(500, "maximum number of epochs", ge=1),
         tol=Float(1e-5, "relative ELBO change that ends the coordinate ascent", gt=0),
         early_stopping=Bool(True, "stop on the validation bag AUC (patience epochs), as the paper's protocol"),
         validation_fraction=Float(0.2, "share of training bags held out for validation", ge=0, lt=1),
@@ -145,7 +145,7 @@ class VGPMILClassifier(MILClassifier):
     )
 
     def __init__(self, theta="gamma", alpha=1.0, beta=1.0, n_inducing=200, inducing_init="kmeans", variance=4.0,
-                 lengthscale="auto", lengthscale_grid=(0.25,), H=100.0, warmup=0, max_iter=300, tol=1e-5,
+                 lengthscale="auto", lengthscale_grid=(0.25,), H=100.0, warmup=0, max_iter=500, tol=1e-5,
                  early_stopping=True, validation_fraction=0.2, patience=10, refit=True, emax="max", damping=0.5,
                  pi_init="label", learn_kernel=False, kernel_bound="elbo", bag_rule="max",
                  predict_method="gh", n_samples=500, time_limit=None, blas_threads=1, random_state=0, mean="auto"):
