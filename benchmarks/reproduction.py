@@ -39,7 +39,7 @@ Usage::
     python benchmarks/reproduction.py --out results.csv                 # everything (hours)
     python benchmarks/reproduction.py --data musk1 --methods sil,mi-svm-heuristic --out r.csv
     python benchmarks/reproduction.py --table --out r.csv               # Markdown from the CSV
-    python benchmarks/reproduction.py --data 'gen:gaussian?bags=40' --folds 2 --inner-folds 2 \\
+    python benchmarks/reproduction.py --data 'gen:digits?bags=40' --folds 2 --inner-folds 2 \\
         --methods sil --grid 'sil:C=1,10' --out /tmp/r.csv             # a smoke test
     python benchmarks/reproduction.py --protocol published --data musk1 --methods g-vgpmil \
         --grid 'g-vgpmil:n_inducing=50,100,200;alpha=0.5,1;beta=1,2.5,4' --out p.csv
@@ -142,21 +142,38 @@ def applicable(spec, bags) -> str | None:
     return None
 
 
-def done_keys(path):
+def _rows(path):
     if not os.path.exists(path):
-        return set()
+        return []
     with open(path, newline="") as fh:
-        return {(r["data"], r["method"], r["fold"]) for r in csv.DictReader(fh)
-                if r["status"] == "ok" or r["status"].startswith("not applicable")}  # a rerun retries the rest
+        return list(csv.DictReader(fh))
 
 
-def append(path, row):
+def method_setup(name, specs, bags, args, sets_cli, grids_cli):
+    """(why not applicable or None, fixed values, grid) of method ``name`` on ``bags``."""
+    if name not in specs:
+        raise SystemExit(f"error: unknown method {name!r}; available: {', '.join(sorted(specs))}")
+    spec = specs[name]
+    fixed = {**FIXED.get(name, {}), **sets_cli.get(name, {})}
+    if args.time_limit is not None and "time_limit" in spec.params:
+        fixed.setdefault("time_limit", args.time_limit)
+    return applicable(spec, bags), fixed, grids_cli.get(name, GRIDS.get(name, {}))
+
+
+def done_keys(path):
+    return {(r["data"], r["method"], r["fold"]) for r in _rows(path)
+            if r["status"] == "ok" or r["status"].startswith("not applicable")}  # a rerun retries the rest
+
+
+def append(path, row, fields=None):
+    """Append ``row`` to the CSV at ``path`` (header written when the file is new or empty)."""
+    fields = FIELDS if fields is None else fields
     new = not os.path.exists(path) or os.path.getsize(path) == 0
     with open(path, "a", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        w = csv.DictWriter(fh, fieldnames=fields)
         if new:
             w.writeheader()
-        w.writerow({k: row.get(k, "") for k in FIELDS})
+        w.writerow({k: row.get(k, "") for k in fields})
         fh.flush()
 
 
@@ -197,19 +214,12 @@ def run(args):
         bags = milopt.load(data)
         folds = list(bag_folds(bags, args.folds, args.seed))
         for name in names:
-            if name not in specs:
-                raise SystemExit(f"error: unknown method {name!r}; available: {', '.join(sorted(specs))}")
-            spec = specs[name]
-            why = applicable(spec, bags)
+            why, fixed, grid = method_setup(name, specs, bags, args, sets_cli, grids_cli)
             if why:
                 if (data, name, "-") not in done:
                     append(args.out, {"data": data, "method": name, "fold": "-", "status": f"not applicable: {why}"})
                 print(f"{data} {name}: not applicable ({why})", flush=True)
                 continue
-            fixed = {**FIXED.get(name, {}), **sets_cli.get(name, {})}
-            if args.time_limit is not None and "time_limit" in spec.params:
-                fixed.setdefault("time_limit", args.time_limit)
-            grid = grids_cli.get(name, GRIDS.get(name, {}))
             used = 0.0
             for f, (tr, te) in enumerate(folds):
                 if (data, name, str(f)) in done:
@@ -256,21 +266,12 @@ def _params_key(params: dict) -> str:
 
 
 def done_published(path):
-    if not os.path.exists(path):
-        return set()
-    with open(path, newline="") as fh:
-        return {(r["data"], r["method"], r["params"], r["split"]) for r in csv.DictReader(fh)
-                if r.get("protocol") == "published" and r["status"] == "ok"}
+    return {(r["data"], r["method"], r["params"], r["split"]) for r in _rows(path)
+            if r.get("protocol") == "published" and r["status"] == "ok"}
 
 
 def append_published(path, row):
-    new = not os.path.exists(path) or os.path.getsize(path) == 0
-    with open(path, "a", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=FIELDS_PUBLISHED)
-        if new:
-            w.writeheader()
-        w.writerow({k: row.get(k, "") for k in FIELDS_PUBLISHED})
-        fh.flush()
+    append(path, row, FIELDS_PUBLISHED)
 
 
 def run_published(args):
@@ -284,17 +285,10 @@ def run_published(args):
         bags = milopt.load(data)
         splits = published_splits(bags, args.splits, args.test_size, args.seed)
         for name in names:
-            if name not in specs:
-                raise SystemExit(f"error: unknown method {name!r}; available: {', '.join(sorted(specs))}")
-            spec = specs[name]
-            why = applicable(spec, bags)
+            why, fixed, grid = method_setup(name, specs, bags, args, sets_cli, grids_cli)
             if why:
                 print(f"{data} {name}: not applicable ({why})", flush=True)
                 continue
-            fixed = {**FIXED.get(name, {}), **sets_cli.get(name, {})}
-            if args.time_limit is not None and "time_limit" in spec.params:
-                fixed.setdefault("time_limit", args.time_limit)
-            grid = grids_cli.get(name, GRIDS.get(name, {}))
             used = 0.0
             for point in ParameterGrid(grid):
                 key = _params_key(point)
