@@ -61,7 +61,6 @@ from sklearn.model_selection import GridSearchCV, ParameterGrid, StratifiedKFold
 import milopt
 from milopt.estimators.registry import methods as registered_methods
 from milopt.metrics import bag_folds, evaluate
-from milopt.params import parse_bool  # noqa: F401  (typed via milopt.estimator)
 
 #: fixed values per method (the model that is tuned); strings are typed by milopt.estimator
 FIXED = {
@@ -177,6 +176,13 @@ def append(path, row, fields=None):
         fh.flush()
 
 
+def error_status(exc) -> str:
+    """The CSV status of a failed fit: the exception's type and its first (and last) line."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [""]
+    msg = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+    return f"error: {type(exc).__name__}: {msg[:300]}"
+
+
 def one_fold(name, fixed, grid, Btr, Bte, inner, seed):
     """GridSearchCV on the training bags only, refit, score the held-out bags."""
     est = milopt.estimator(name, seed=seed, **fixed)
@@ -238,9 +244,7 @@ def run(args):
                 except KeyboardInterrupt:
                     raise
                 except Exception as exc:  # a failing method is a row of the table, not the end of the run
-                    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [""]
-                    msg = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
-                    row, status = {}, f"error: {type(exc).__name__}: {msg[:300]}"
+                    row, status = {}, error_status(exc)
                 used += time.perf_counter() - t0
                 append(args.out, {**base, **row, "status": status})
                 if status == "ok":
@@ -317,9 +321,7 @@ def run_published(args):
                     except KeyboardInterrupt:
                         raise
                     except Exception as exc:  # a failing fit is a row, not the end of the run
-                        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [""]
-                        msg = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
-                        row, status = {}, f"error: {type(exc).__name__}: {msg[:300]}"
+                        row, status = {}, error_status(exc)
                     used += time.perf_counter() - t0
                     append_published(args.out, {**base, **row, "status": status})
                     if status == "ok":

@@ -185,6 +185,12 @@ def conic_relaxation(bags, params, perspective=True):
     return float(sol.obj_val) + float(mf.c0), time.perf_counter() - t0, str(sol.status)
 
 
+
+def _header(*columns):
+    """Print a Markdown table header with these columns."""
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+
 def table_roots(sizes, seed, names, time_limit, root=True):
     from milopt.runner import run_solve
 
@@ -194,9 +200,8 @@ def table_roots(sizes, seed, names, time_limit, root=True):
     except ImportError:  # fall back: Ipopt for the QP relaxations, SCIP for the cone form
         conic = False
 
-    print("| bags | formulation | vars | binaries | rows | nonzeros | F (incumbent) | relaxation bound | "
-          "relaxation s | root bound (SCIP, 1 node) | root s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    _header("bags", "formulation", "vars", "binaries", "rows", "nonzeros", "F (incumbent)", "relaxation bound",
+            "relaxation s", "root bound (SCIP, 1 node)", "root s")
     rows = []
     for nb in sizes:
         bags = musk1_subset(nb, seed)
@@ -240,8 +245,8 @@ def table_starts(sizes, seed, names, time_limit, node_limit=None):
     from milopt.runner import build_formulation
     from milopt.solvers import solve
 
-    print("| bags | start | solver | F (start) | objective | re-evaluated | bound | gap | wall s | nodes | termination |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    _header("bags", "start", "solver", "F (start)", "objective", "re-evaluated", "bound", "gap", "wall s", "nodes",
+            "termination")
     rows = []
     for nb in sizes:
         bags = musk1_subset(nb, seed)

@@ -37,9 +37,11 @@ def _is_number(v) -> bool:
 
 
 def parse_bool(name: str, value) -> bool:
-    """``value`` as a bool (``true/false, yes/no, on/off, 1/0``), else one clear error."""
+    """``value`` as a bool (``true/false, yes/no, on/off, 1/0``, numpy booleans), else one clear error."""
     if isinstance(value, bool):
         return value
+    if type(value).__name__ == "bool_" and type(value).__module__ == "numpy":
+        return bool(value)
     if _is_number(value) and value in (0, 1):
         return bool(value)
     if isinstance(value, str):

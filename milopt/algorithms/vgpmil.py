@@ -441,6 +441,15 @@ def _pi_update_max(pi, mu, T_inst, ptr, logH, damping):
     return pi + damping * (prop - pi), damping
 
 
+def _diverged(post):
+    """Termination of a fit whose θ(c) or latent moments stopped being finite: ``error`` with the last
+    finite posterior kept, or one clear error when there is none yet (the first epoch)."""
+    if post is None:
+        raise InvalidParameterError("VGPMIL: θ(c) or the latent mean is not finite in the first epoch; check theta, "
+                                    "alpha, beta and the kernel variance")
+    return Termination.ERROR
+
+
 def _check_inputs(X, ptr, y):
     X = np.asarray(X, dtype=float)
     ptr = np.asarray(ptr, dtype=np.int64)
@@ -905,11 +914,8 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
             R = np.linalg.cholesky(P) if np.all(np.isfinite(th)) else None
         except np.linalg.LinAlgError:
             R = None
-        if R is None:
-            if post is None:
-                raise InvalidParameterError("VGPMIL: θ(c) of the likelihood is not finite and positive at the start; "
-                                            "check theta, alpha and beta")
-            termination = Termination.ERROR      # diverged: keep the last finite posterior
+        if R is None:                            # θ(c) not finite and positive: the fit diverged
+            termination = _diverged(post)
             break
         a = pi - 0.5
         if mean == "constant":
@@ -927,11 +933,8 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
         mu = B.T @ mw + m0
         s2 = cond_var + np.einsum("mn,mn->n", B, St @ B)
         c = np.sqrt(mu * mu + s2)
-        if not np.all(np.isfinite(c)):
-            if post is None:
-                raise InvalidParameterError("VGPMIL: the latent mean is not finite after the first epoch; check theta, "
-                                            "alpha, beta and the kernel variance")
-            termination = Termination.ERROR      # diverged: keep the last finite posterior
+        if not np.all(np.isfinite(c)):           # latent mean or variance not finite: the fit diverged
+            termination = _diverged(post)
             break
         # q(y): monotone π block steps
         dpi = 0.0

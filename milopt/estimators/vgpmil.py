@@ -11,7 +11,7 @@ from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
-from milopt.params import Bool, Choice, Float, Int, ParamSet
+from milopt.params import Bool, Choice, Float, Int, ParamSet, parse_bool
 
 
 def _split_bags(y, fraction, seed):
@@ -189,34 +189,10 @@ class VGPMILClassifier(MILClassifier):
         return threadpool_limits(limits=int(self.blas_threads), user_api="blas")
 
     def _validate_params(self):
-        make_gsm(self.theta, self.alpha, self.beta)
-        if self.bag_rule not in ("max", "noisy-or"):
-            raise InvalidParameterError(f"bag_rule: expected 'max' or 'noisy-or', got {self.bag_rule!r}")
-        if self.predict_method not in ("gh", "probit", "mc"):
-            raise InvalidParameterError(f"predict_method: expected 'gh', 'probit' or 'mc', got {self.predict_method!r}")
-        if not (0.0 <= float(self.validation_fraction) < 1.0):
-            raise InvalidParameterError(f"validation_fraction: expected a value in [0, 1), got {self.validation_fraction}")
-        if int(self.n_inducing) < 1:
-            raise InvalidParameterError(f"n_inducing: must be >= 1, got {self.n_inducing}")
-        if int(self.max_iter) < 1 or int(self.warmup) < 0 or int(self.patience) < 1:
-            raise InvalidParameterError(f"max_iter >= 1, warmup >= 0, patience >= 1 required; got "
-                                        f"{self.max_iter}, {self.warmup}, {self.patience}")
-        _as_bool(self.early_stopping, "early_stopping")
-        _as_bool(self.learn_kernel, "learn_kernel")
-        if self.emax not in ("max", "exact"):
-            raise InvalidParameterError(f"emax: expected 'max' or 'exact', got {self.emax!r}")
-        if self.pi_init not in ("label", "half", "random"):
-            raise InvalidParameterError(f"pi_init: expected 'label', 'half' or 'random', got {self.pi_init!r}")
-        if self.kernel_bound not in ("elbo", "augmented"):
-            raise InvalidParameterError(f"kernel_bound: expected 'elbo' or 'augmented', got {self.kernel_bound!r}")
-        if self.mean not in ("auto", "zero", "constant"):
-            raise InvalidParameterError(f"mean: expected 'auto', 'zero' or 'constant', got {self.mean!r}")
-        try:
-            ok = 0.0 < float(self.damping) <= 1.0
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise InvalidParameterError(f"damping: expected a value in (0, 1], got {self.damping!r}")
+        make_gsm(self.theta, self.alpha, self.beta)         # theta may also be a custom (ψ, ψ') pair
+        for key, param in self.param_spec.items():           # the declared keys: choices, bounds, booleans
+            if key != "theta":
+                param.parse(getattr(self, key), key)
         if not (self.lengthscale == "auto" or (isinstance(self.lengthscale, (int, float)) and self.lengthscale > 0)):
             raise InvalidParameterError(f"lengthscale: expected 'auto' or a positive float, got {self.lengthscale!r}")
 
@@ -226,7 +202,7 @@ class VGPMILClassifier(MILClassifier):
                           max_iter=int(max_iter), tol=self.tol if tol is None else tol, warmup=int(self.warmup),
                           validation=validation, patience=int(self.patience), bag_rule=self.bag_rule,
                           emax=self.emax, damping=float(self.damping), pi_init=self.pi_init,
-                          learn_kernel=_as_bool(self.learn_kernel, "learn_kernel"), kernel_bound=self.kernel_bound,
+                          learn_kernel=parse_bool("learn_kernel", self.learn_kernel), kernel_bound=self.kernel_bound,
                           time_limit=self.time_limit, random_state=self.random_state, mean=self._mean())
 
     def _mean(self):
@@ -262,7 +238,7 @@ class VGPMILClassifier(MILClassifier):
                 raise InvalidParameterError(f"lengthscale_grid: expected positive multipliers, got {self.lengthscale_grid!r}")
         else:
             candidates = [float(self.lengthscale)]
-        use_val = (_as_bool(self.early_stopping, "early_stopping") and float(self.validation_fraction) > 0
+        use_val = (parse_bool("early_stopping", self.early_stopping) and float(self.validation_fraction) > 0
                    and bags.n_bags >= 10)
         selection = []
         chosen_l, chosen_epochs = candidates[len(candidates) // 2], int(self.max_iter)
@@ -355,17 +331,6 @@ class VGPMILClassifier(MILClassifier):
 
     def predict(self, bags) -> np.ndarray:
         return np.where(self.decision_function(bags) > 0.0, self.classes_[-1], self.classes_[0])
-
-
-def _as_bool(value, name):
-    """A boolean parameter that may arrive from the CLI as a string (``--set early_stopping=false``)."""
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
-        return value.strip().lower() in ("true", "1", "yes", "on")
-    raise InvalidParameterError(f"{name}: expected true or false, got {value!r}")
 
 
 def _segment_argmax(values, ptr):
