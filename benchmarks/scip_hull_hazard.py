@@ -6,8 +6,8 @@ inside its sub-NLP heuristic (bundled Ipopt -> MUMPS -> METIS ordering).
 
 The script
 
-1. builds 12-bag data sets (6 positive, 6 negative bags of MUSK1; the 166 MUSK features, 64
-   Gaussian columns, and optionally one all-zero column) and writes them as headerless CSV
+1. builds two 12-bag data sets (6 positive, 6 negative bags; the 166 MUSK features, 64 Gaussian
+   columns, one all-zero column; :func:`make_data`) and writes them as headerless CSV
    (``label, bag_id, features...``);
 2. writes the model with ``milopt export misvm-hull --data CSV -o FILE.lp``;
 3. solves each file with PySCIPOpt in a child process under a hard wall-clock deadline (the
@@ -17,12 +17,15 @@ The script
    * ``nosubnlp``     -- ``heuristics/subnlp/freq = -1`` (sub-NLP heuristic off);
    * ``amd``          -- ``nlpi/ipopt/optfile`` pointing at a file with ``mumps_pivot_order 0``
      (MUMPS uses AMD instead of METIS; all NLP heuristics stay on);
-   * ``fixed``        -- default settings, but the witness binaries fixed to a seeded random
-     choice per bag, so that the model is continuous and the sub-NLP heuristic (Ipopt) runs at
-     the root within seconds;
+   * ``metis``        -- ``mumps_pivot_order 5`` (MUMPS forced to order with METIS: the crash
+     within seconds on any of these models, small or large);
 
-   and prints, per run: exit code (negative = killed by a signal, e.g. -6 = abort), status,
-   objective, dual bound, nodes, seconds, sub-NLP calls.
+   and prints, per run: exit code (negative = killed by a signal, e.g. -6 = abort; "killed at
+   deadline" = hung), status, objective, dual bound, nodes, seconds.
+
+With ``--fix SEED`` the witness binaries are fixed to a seeded random choice per bag, so that the
+model is continuous and SCIP reaches its sub-NLP heuristic (Ipopt) right after the root LP
+instead of after a long root node.
 
 With ``--python PATH`` the solves run under another interpreter (e.g. a virtual environment with
 another PySCIPOpt release); the bundled SCIP / Ipopt / MUMPS / METIS versions are printed.  With
@@ -32,9 +35,9 @@ abort.
 
 Usage::
 
-    python benchmarks/scip_hull_hazard.py --out /tmp/hazard --time-limit 60 --deadline 120
-    python benchmarks/scip_hull_hazard.py --out /tmp/hazard --lp /tmp/hazard/musk_s0_z.lp \\
-        --python /path/to/other/venv/bin/python --settings default
+    python benchmarks/scip_hull_hazard.py --out /tmp/hazard --fix 0 --time-limit 200 --deadline 300
+    python benchmarks/scip_hull_hazard.py --out /tmp/hazard --lp /tmp/hazard/musk1_small_z.lp \\
+        --python /path/to/other/venv/bin/python --settings metis amd --fix 0 --time-limit 15
 
 Nothing here runs in CI.
 """
@@ -57,15 +60,15 @@ CHILD = textwrap.dedent(r'''
     import json, re, sys, time
     import numpy as np
     import pyscipopt
-    path, tl, setting, seed, optfile = sys.argv[1], float(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
+    path, tl, setting, seed, optdir = sys.argv[1], float(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
     m = pyscipopt.Model()
     m.hideOutput(True)
     m.readProblem(path)
     if setting == "nosubnlp":
         m.setParam("heuristics/subnlp/freq", -1)
-    elif setting == "amd":
-        m.setParam("nlpi/ipopt/optfile", optfile)
-    elif setting == "fixed":
+    elif setting in ("amd", "metis"):
+        m.setParam("nlpi/ipopt/optfile", optdir + "/ipopt_" + setting + ".opt")
+    if seed >= 0:
         txt = open(path).read()
         groups = [re.findall(r"lam\((\d+)\)", blk)
                   for blk in re.findall(r"c_e_choose\(\d+\)_:\n(.*?)=", txt, re.S)]
@@ -87,22 +90,32 @@ CHILD = textwrap.dedent(r'''
 ''')
 
 
-def make_data(out: Path, seeds=(0, 1), zero=True):
-    """12-bag MUSK1 subsets (6 + 6 bags, drawn with ``seed``): 166 MUSK features, 64 Gaussian
-    columns scaled like the MUSK features, and (``zero``) one all-zero column; headerless CSV."""
+def make_data(out: Path, zero=True):
+    """Two 12-bag sets (6 positive + 6 negative bags), each with 64 Gaussian columns scaled like
+    the MUSK features after the 166 MUSK features and (``zero``) one all-zero column; headerless CSV.
+
+    * ``musk1_small``: MUSK1 bags of at most 4 instances (34 instances, 16 in positive bags):
+      the sub-NLP is small, MUMPS orders it with AMF, no crash with default settings;
+    * ``musk2_large``: MUSK2 positive bags of 20--40 instances (168 instances in positive bags):
+      the sub-NLP's KKT system is large enough for MUMPS's automatic choice to take METIS, and
+      SCIP aborts or dead-locks with default settings.
+    """
     import milopt
 
-    musk = milopt.load("musk1")
     paths = []
-    for seed in seeds:
-        rng = np.random.default_rng(seed)
-        pos = rng.choice(np.flatnonzero(musk.y == 1), 6, replace=False)
-        neg = rng.choice(np.flatnonzero(musk.y == 0), 6, replace=False)
-        b = musk.subset(np.concatenate([pos, neg]))
+    for name, data, pos_sizes, neg_sizes in (("musk1_small", "musk1", (1, 4), (1, 4)),
+                                             ("musk2_large", "musk2", (20, 40), (1, 8))):
+        musk = milopt.load(data)
+        rng = np.random.default_rng(0)
+        sz = musk.bag_sizes
+        pc = np.flatnonzero((musk.y == 1) & (sz >= pos_sizes[0]) & (sz <= pos_sizes[1]))
+        nc = np.flatnonzero((musk.y == 0) & (sz >= neg_sizes[0]) & (sz <= neg_sizes[1]))
+        b = musk.subset(np.concatenate([rng.choice(pc, 6, replace=False), rng.choice(nc, 6, replace=False)]))
+        seed = 0
         R = np.random.default_rng(100 + seed).standard_normal((b.n_instances, 64)) * b.X.std()
         cols = [b.X, R] + ([np.zeros((b.n_instances, 1))] if zero else [])
         X = np.hstack(cols)
-        name = f"musk_s{seed}_{'z' if zero else 'nz'}"
+        name = f"{name}_{'z' if zero else 'nz'}"
         rows = np.column_stack([b.y[b.bag_index], b.bag_index, X])
         p = out / f"{name}.csv"
         with open(p, "w") as f:
@@ -133,13 +146,13 @@ def versions(python: str) -> str:
     return (r.stdout or r.stderr).strip()
 
 
-def solve(python, lp, setting, time_limit, deadline, seed, optfile, malloc_check):
+def solve(python, lp, setting, time_limit, deadline, seed, optdir, malloc_check):
     env = dict(os.environ)
     if malloc_check and Path("/lib/x86_64-linux-gnu/libc_malloc_debug.so.0").exists():
         env["LD_PRELOAD"] = "/lib/x86_64-linux-gnu/libc_malloc_debug.so.0"
         env["GLIBC_TUNABLES"] = "glibc.malloc.check=3"
     t = time.perf_counter()
-    p = subprocess.Popen([python, "-c", CHILD, str(lp), str(time_limit), setting, str(seed), str(optfile)],
+    p = subprocess.Popen([python, "-c", CHILD, str(lp), str(time_limit), setting, str(seed), str(optdir)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:
         out, err = p.communicate(timeout=deadline)
@@ -161,26 +174,27 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, required=True, help="directory for CSV, .lp and the ipopt option file")
     ap.add_argument("--lp", type=Path, nargs="*", help="existing .lp files (skip data building and export)")
     ap.add_argument("--python", default=sys.executable, help="interpreter that runs the solves")
-    ap.add_argument("--settings", nargs="+", default=["default", "nosubnlp", "amd", "fixed"])
+    ap.add_argument("--settings", nargs="+", default=["default", "nosubnlp", "amd", "metis"],
+                    choices=["default", "nosubnlp", "amd", "metis"])
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--deadline", type=float, default=120.0, help="hard wall-clock limit per solve (child killed)")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds of the 'fixed' setting")
+    ap.add_argument("--fix", type=int, default=-1, metavar="SEED",
+                    help="fix the witness binaries to a random choice (seed SEED >= 0); -1: do not fix")
     ap.add_argument("--malloc-check", action="store_true")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
-    optfile = a.out / "ipopt_amd.opt"
-    optfile.write_text("mumps_pivot_order 0\n")
+    (a.out / "ipopt_amd.opt").write_text("mumps_pivot_order 0\n")
+    (a.out / "ipopt_metis.opt").write_text("mumps_pivot_order 5\n")
     lps = a.lp or [export(c) for c in make_data(a.out)]
     print("solver:", versions(a.python))
     print("load:", os.getloadavg())
     for lp in lps:
         for setting in a.settings:
-            for seed in (a.seeds if setting == "fixed" else [0]):
-                r = solve(a.python, lp, setting, a.time_limit, a.deadline, seed, optfile, a.malloc_check)
-                tag = setting + (f"[{seed}]" if setting == "fixed" else "")
-                print(f"{lp.name:16s} {tag:10s} rc={r['rc']!s:>4} wall={r['wall']:6.1f}s status={r.get('status')} "
-                      f"obj={r.get('objective')} bound={r.get('bound')} nodes={r.get('nodes')} "
-                      f"{('stderr: ' + r['stderr']) if r['rc'] not in (0,) else ''}", flush=True)
+            r = solve(a.python, lp, setting, a.time_limit, a.deadline, a.fix, a.out, a.malloc_check)
+            print(f"{lp.name:18s} {setting:9s} rc={r['rc']!s:>4} wall={r['wall']:6.1f}s status={r.get('status')} "
+                  f"obj={r.get('objective')} bound={r.get('bound')} nodes={r.get('nodes')} "
+                  f"{('stderr: ' + r['stderr'][-60:].replace(chr(10), ' | ')) if r['rc'] not in (0,) else ''}",
+                  flush=True)
 
 
 if __name__ == "__main__":
