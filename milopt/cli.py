@@ -130,6 +130,13 @@ def _used_params(method: str, params: dict, seed: int) -> dict:
     return out
 
 
+def _termination_notes(counts) -> list[str]:
+    """One note per termination word other than ``optimal`` (their meanings: docs/statuses.md)."""
+    from milopt.solvers.result import TERMINATION_NOTES
+
+    return [f"note: {k}: {TERMINATION_NOTES[k]}" for k in counts if k != "optimal" and k in TERMINATION_NOTES]
+
+
 def _fmt_gap(row) -> str:
     term = row.get("termination")
     gap = row.get("gap")
@@ -242,6 +249,8 @@ def cmd_fit(args) -> int:
         exact = any("termination" in r for r in res["folds"])
         if exact:
             res["terminations"] = dict(collections.Counter(str(r.get("termination")) for r in res["folds"]))
+    for w in res.get("warnings") or ():  # one line each on stderr, also with --json (stdout stays one document)
+        print(f"milopt: warning: {w}", file=sys.stderr)
     if args.json:
         emit(res, True)
         return 0
@@ -273,10 +282,8 @@ def cmd_fit(args) -> int:
         lines.append("mean  " + "  ".join(f"{pm(k):>{ws[k]}s}" for k in keys))
         if exact:
             t = res["terminations"]
-            lines.append("solver terminations: " + ", ".join(f"{v} × {k}" for k, v in t.items()))
-            if set(t) - {"optimal"}:
-                lines.append("note: folds that stopped at a limit are not proven optimal; their models are the best "
-                             "found in time")
+            lines.append("terminations: " + ", ".join(f"{v} × {k}" for k, v in t.items()))
+            lines += _termination_notes(t)
         if "tune" in res:
             t = res["tune"]
             lines.append(f"tuned by nested CV: inner {t['inner_cv']}-fold on each training fold, best mean inner "
@@ -286,7 +293,8 @@ def cmd_fit(args) -> int:
         lines.append("training metrics:")
         lines += [f"  {k}: {_fmt(v)}" for k, v in res["train"].items()]
         if "termination" in res["train"]:
-            lines.append(f"  solver: {res['train']['termination']} / {_fmt_gap(res['train'])}")
+            lines.append(f"  termination: {res['train']['termination']} / {_fmt_gap(res['train'])}")
+            lines += _termination_notes({res["train"]["termination"]: 1})
     emit(res, False, "\n".join(lines))
     return 0
 
@@ -375,7 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p.add_argument("--version", action="version", version=f"milopt {__version__}")
     p.add_argument("--plugin", action="append", default=[], metavar="FILE",
-                   help="a .py file or module that registers formulations, methods, backends (repeatable)")
+                   help="a .py file or module that registers formulations, methods, backends (repeatable; "
+                        "accepted anywhere on the command line, before or after the subcommand)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -489,18 +498,40 @@ _OS_ERRORS = (
 )
 
 
+def plugins_first(argv) -> list[str]:
+    """``argv`` with every ``--plugin FILE`` / ``--plugin=FILE`` moved before the subcommand, so
+    that ``--plugin`` is accepted anywhere on the command line (``milopt fit m --plugin p.py``
+    as ``milopt --plugin p.py fit m``).  A ``--plugin`` without a value is left in place (the
+    parser then says what is missing)."""
+    front, rest = [], []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--plugin" and i + 1 < len(argv):
+            front += [a, argv[i + 1]]
+            i += 2
+            continue
+        if a.startswith("--plugin="):
+            front.append(a)
+        else:
+            rest.append(a)
+        i += 1
+    return front + rest
+
+
 def main(argv=None) -> int:
     from milopt.errors import MiloptError
 
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
         from milopt.plugins import argv_plugins, load_all
 
-        load_all(argv_plugins(sys.argv[1:] if argv is None else argv))
+        load_all(argv_plugins(argv))
     except MiloptError as exc:
         print(f"milopt: error: {exc}", file=sys.stderr)
         return 2
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(plugins_first(argv))
     try:
         return int(args.func(args) or 0)
     except MiloptError as exc:

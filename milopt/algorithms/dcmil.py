@@ -528,7 +528,7 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
                "nF": obj.nF, "qp_iterations": qinfo["iterations"]}
         # steps 2-3: stopping test
         if abs(v) <= theta:
-            term = Termination.OPTIMAL
+            term = Termination.CONVERGED       # approximate criticality (a local test, no global proof)
             rec["step"] = "stop"
             hist.append(rec)
             break
@@ -682,7 +682,7 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
             ec, z = en, en.z
         g2n = obj.subgradient2(ec)
         if decrease <= tol * max(1.0, abs(ec.f)) or np.array_equal(g2n, g2):
-            term = Termination.OPTIMAL
+            term = Termination.CONVERGED       # a DC critical point: no proof of global optimality
             break
         g2 = g2n
         if res.termination == Termination.TIME_LIMIT:

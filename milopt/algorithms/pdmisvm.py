@@ -366,7 +366,7 @@ def pdmisvm_admm(X, ptr, y, K=None, *, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, t
     W : ndarray, shape (n_features, K)
     b : ndarray, shape (K,)
     result : SolveResult
-        solver "pdmisvm-admm", problem_class "native", termination OPTIMAL (residual < tol) or
+        solver "pdmisvm-admm", problem_class "native", termination CONVERGED (residual < tol) or
         ITERATION_LIMIT; ``history``: one dict per iteration with iteration, objective (eq. 1),
         residual, mu (used in that iteration), time (seconds since the call).
     """
@@ -478,7 +478,7 @@ def pdmisvm_admm(X, ptr, y, K=None, *, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, t
             term = Termination.ERROR
             break
         if res < tol:
-            term = Termination.OPTIMAL
+            term = Termination.CONVERGED
             break
         mu *= rho
     wall = time.perf_counter() - t0
@@ -488,6 +488,6 @@ def pdmisvm_admm(X, ptr, y, K=None, *, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, t
         extra={"variant": variant, "max_prox": max_prox, "C": C, "mu0": p["mu"], "rho": rho, "tol": tol,
                "final_mu": mu, "residual": res, "setup_seconds": setup, "n_bags": N, "n_instances": n,
                "n_features": d, "n_classes": K, "max_prox_rounds": prox_rounds,
-               "note": "status 'optimal' means the ADMM residuals met tol (a stationary point of a "
-                       "non-convex problem), not a certified global optimum"})
+               "note": "termination 'converged' means the ADMM residuals met tol (a stationary point of a "
+                       "non-convex problem); nothing is proven about global optimality"})
     return W, b, result

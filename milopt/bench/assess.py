@@ -19,7 +19,10 @@ bound below it) by more than the tolerance; a bound that cuts off the best known
 an objective better than a recorded ``=opt=``.
 
 A **fit** result is solved when it finished and its method reported no failure termination
-(an iteration limit leaves a usable model and counts as solved).
+(``converged``, ``early_stopped`` and an iteration limit leave a usable model and count as
+solved; ``optimal`` only for exact methods with a proof).  The termination words are one
+vocabulary for solvers and native algorithms (:class:`milopt.solvers.Termination`, table in
+``docs/statuses.md``): only ``optimal`` certifies a solve.
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ import numpy as np
 import pandas as pd
 
 FIT_FAILURES = {"time_limit", "error", "interrupted", "infeasible", "unbounded", "infeasible_or_unbounded"}
+#: fit terminations that leave a usable model (docs/statuses.md)
+FIT_USABLE = {"optimal", "converged", "early_stopped", "iteration_limit", "unknown", ""}
 OVERRUN_FACTOR = 1.10
 OVERRUN_SLACK = 1.0
 DEFAULT_GAP = 1e-4

@@ -343,6 +343,11 @@ class BatchPSVMClassifier(_BatchClassifier):
         self.fit_info_ = {"objective": res.objective, "theta": self.theta_, "iterations": int(res.iterations or 0),
                           "termination": str(res.termination), "solve_seconds": res.wall_time, "labels": src,
                           "coords_appended": bool(self.coords_appended_)}
+        if self.learn_theta:  # the θ loop: how many updates, and whether it met tol or hit max_iter
+            ex = res.extra
+            self.fit_info_.update({"theta_iterations": int(ex["theta_iterations"]),
+                                   "theta_converged": bool(ex["theta_converged"]),
+                                   "theta_step": float(ex["theta_step"])})
         return self
 
     def _operator(self, bags: Bags):

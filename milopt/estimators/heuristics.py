@@ -285,6 +285,7 @@ class MISVMHeuristic(_KernelMIL):
         self.objective_ = res["objective"]
         self.fit_info_ = {"objective": res["objective"], "alternations": res["iterations"],
                           "best_start": res["best_start"], "converged": int(res["converged"]),
+                          "termination": res["termination"],
                           "subproblem_solver": res["solver"], "seconds": time.perf_counter() - t0}
         return self
 
@@ -362,7 +363,8 @@ class MiSVMHeuristic(_KernelMIL):
         self.history_ = res["history"]
         self.objective_ = res["objective"]
         self.fit_info_ = {"objective": res["objective"], "alternations": res["iterations"],
-                          "converged": int(res["converged"]), "seconds": time.perf_counter() - t0}
+                          "converged": int(res["converged"]), "termination": res["termination"],
+                          "seconds": time.perf_counter() - t0}
         return self
 
 
