@@ -105,13 +105,45 @@ def cmd_list(args) -> int:
                     for n, b in sorted(backends().items())},
         "generators": {n: g.doc for n, g in sorted(generators().items())},
     }
-    lines = ["methods:"] + [f"  {n:20s} {v['doc']}" for n, v in out["methods"].items()]
-    lines += ["formulations:"] + [f"  {n:20s} {v['doc']}" for n, v in out["formulations"].items()]
-    lines += ["solvers:"] + [f"  {n:10s} {'installed' if v['installed'] else 'not installed':14s} "
-                             f"{','.join(v['classes'])}" for n, v in out["solvers"].items()]
-    lines += ["generators:"] + [f"  gen:{n:16s} {d}" for n, d in out["generators"].items()]
+    names = list(getattr(args, "names", None) or [])
+    if names:  # milopt list NAME ...: only those methods / formulations (with every key)
+        known = set(out["methods"]) | set(out["formulations"]) | set(out["solvers"]) | set(out["generators"])
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            from milopt.errors import InvalidParameterError
+
+            raise InvalidParameterError(f"list: unknown name(s) {unknown}; `milopt list` shows every method, "
+                                        "formulation, solver and generator")
+        out = {sec: {n: v for n, v in d.items() if n in names} for sec, d in out.items()}
+
+    def keys(v):
+        return [f"      {k} = {_fmt_default(p['default'])}" + (f"  ({p['accepts']})" if p.get("accepts") else "")
+                + (f": {p['help']}" if p.get("help") else "") for k, p in v["params"].items()]
+
+    lines = []
+    for sec in ("methods", "formulations"):
+        if out[sec]:
+            lines.append(f"{sec} (key = default (accepts): meaning; set with --set key=value):")
+            for n, v in out[sec].items():
+                lines.append(f"  {n:20s} {v['doc']}")
+                lines += keys(v)
+    if out["solvers"]:
+        lines += ["solvers:"] + [f"  {n:10s} {'installed' if v['installed'] else 'not installed':14s} "
+                                 f"{','.join(v['classes'])}" for n, v in out["solvers"].items()]
+    if out["generators"]:
+        lines += ["generators:"] + [f"  gen:{n:16s} {d}" for n, d in out["generators"].items()]
     emit(out, args.json, "\n".join(lines))
     return 0
+
+
+def _fmt_default(v) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return ",".join(_fmt_default(x) for x in v)
+    return str(v)
 
 
 def _used_params(method: str, params: dict, seed: int) -> dict:
@@ -376,9 +408,23 @@ def cmd_study(args) -> int:
 
 
 # -------------------------------------------------------------------- parser
+class _HelpFormatter(argparse.HelpFormatter):
+    """``--help`` states each option's default (when it has one worth stating)."""
+
+    def _get_help_string(self, action):
+        h = action.help or ""
+        d = action.default
+        if "%(default)" in h or d is None or d is False or d == [] or d is argparse.SUPPRESS \
+                or not action.option_strings:
+            return h
+        return f"{h} (default: %(default)s)" if h else "default: %(default)s"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="milopt", description="Optimization models and algorithms for "
-                                "support-vector multiple-instance learning.")
+                                "support-vector multiple-instance learning.", formatter_class=_HelpFormatter,
+                                epilog="`milopt list` shows every method's and formulation's keys (--set "
+                                       "key=value) with their defaults and meanings; `milopt list NAME` one of them.")
     from milopt import __version__
 
     p.add_argument("--version", action="version", version=f"milopt {__version__}")
@@ -387,6 +433,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "accepted anywhere on the command line, before or after the subcommand)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    _add = sub.add_parser
+
+    def add_parser(name, **kw):  # every subcommand's --help states defaults too
+        kw.setdefault("formatter_class", _HelpFormatter)
+        return _add(name, **kw)
+
+    sub.add_parser = add_parser
 
     def common(sp, data=True):
         if data:
@@ -406,15 +459,22 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp, data=False)
     sp.set_defaults(func=cmd_info)
 
-    sp = sub.add_parser("list", help="methods, formulations, solvers and generators")
+    sp = sub.add_parser("list", help="methods, formulations, solvers and generators, with every key's default "
+                        "and meaning")
+    sp.add_argument("names", nargs="*", metavar="NAME", help="only these methods / formulations / solvers / "
+                    "generators (default: all)")
     common(sp, data=False)
     sp.set_defaults(func=cmd_list)
 
-    sp = sub.add_parser("fit", help="fit a method (optionally K-fold CV over bags)")
+    sp = sub.add_parser("fit", help="fit a method (optionally K-fold CV over bags)",
+                        epilog="METHOD's keys, their defaults and meanings: milopt list METHOD.  Warnings (e.g. a "
+                               "model that predicts one class for every bag) go to stderr and to the 'warnings' "
+                               "field of --json.")
     sp.add_argument("method", metavar="METHOD")
     common(sp)
     sp.add_argument("--cv", type=int, default=None, metavar="K", help="stratified K-fold CV over bags")
-    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--seed", type=int, default=0, help="seed of the fold split and of the method's "
+                    "random_state (unless --set random_state=...)")
     sp.add_argument("--time-limit", type=float, default=None, dest="time_limit", metavar="T",
                     help="seconds per fit for methods with a time limit (same as --set time_limit=T)")
     sp.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

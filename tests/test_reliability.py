@@ -336,7 +336,7 @@ def test_fit_table_shows_termination_and_gap_and_progress(capsys):
     code, out, err = run(capsys, "fit", "misvm-miqp", "--data", SMALL, "--cv", "2", "--time-limit", "3", "--progress")
     assert code == 0, err
     assert "termination / gap" in out and "±" in out
-    assert "solver terminations:" in out
+    assert "terminations:" in out
     assert "milopt: fold 1/2" in err and "milopt: fold 2/2" in err
     code, out, err = run(capsys, "fit", "misvm-miqp", "--data", SMALL, "--cv", "2", "--time-limit", "3", "--progress",
                          "--quiet")
