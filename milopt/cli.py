@@ -91,7 +91,7 @@ def cmd_info(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from milopt.data import generators
+    from milopt.data.registry import generators  # (milopt.data.generators is also a module name)
     from milopt.estimators.registry import methods
     from milopt.models import formulations
     from milopt.solvers import backends
