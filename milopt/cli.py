@@ -169,6 +169,22 @@ def _termination_notes(counts) -> list[str]:
     return [f"note: {k}: {TERMINATION_NOTES[k]}" for k in counts if k != "optimal" and k in TERMINATION_NOTES]
 
 
+def _proof_line(res) -> list[str]:
+    """What ``milopt solve``'s result proves, in one line (docs/statuses.md)."""
+    term, obj, bound, gap = res.get("termination"), res.get("objective"), res.get("bound"), res.get("gap")
+    if obj is None:
+        return []
+    minimize = res.get("sense", "minimize") != "maximize"
+    if term == "optimal" and bound is not None and gap is not None:
+        side = "below" if minimize else "above"
+        return [f"  proof: no solution {side} the bound {bound:.6g} exists; the objective {obj:.6g} is within "
+                f"{100 * gap:.2g} % of it (relative gap; proven optimal)"]
+    if bound is not None and gap is not None:
+        return [f"  not proven: objective {obj:.6g}, bound {bound:.6g}, gap {gap:.2%} ({term}); the solution is "
+                "the best found, not certified optimal"]
+    return [f"  not proven: objective {obj:.6g}, no bound ({term})"]
+
+
 def _fmt_gap(row) -> str:
     term = row.get("termination")
     gap = row.get("gap")
@@ -359,6 +375,7 @@ def cmd_solve(args) -> int:
     else:  # the time limit passed before the model was built
         lines = [f"{args.formulation} on {args.data}: {(res.get('extra') or {}).get('message', 'not built')}"]
     lines += [f"  {k}: {_fmt(res.get(k))}" for k in keys]
+    lines += _proof_line(res)
     emit(res, args.json, "\n".join(lines))
     if res.get("termination") in ("error", "unknown"):
         extra = res.get("extra") or {}
