@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from milopt.data.bags import Bags, normalise_labels
 from milopt.data.loading import check_both_classes
-from milopt.errors import DegenerateModelWarning, InvalidDataError
+from milopt.errors import DegenerateModelWarning, InvalidDataError, InvalidParameterError
 from milopt.segments import segment_max
 
 
@@ -63,6 +63,26 @@ def user_classes(y, bags: Bags) -> np.ndarray:
         return internal
     raw = np.unique(np.asarray(y).ravel())
     return raw if raw.size == internal.size else internal
+
+
+#: accepted values of ``class_weight`` with scikit-learn's meaning over bags (:func:`class_weights`)
+CLASS_WEIGHTS = ("balanced", "none")
+
+
+def class_weights(y, class_weight) -> np.ndarray | None:
+    r"""Per-bag weights of ``class_weight`` over bag labels ``y`` (None for ``'none'``).
+
+    ``'balanced'`` is scikit-learn's ``class_weight='balanced'`` with bags as the samples:
+    bag :math:`i` of class :math:`k` weighs :math:`n / (K\,n_k)` (:math:`n` bags, :math:`K`
+    classes, :math:`n_k` bags of class :math:`k`), so that each class carries the same total
+    weight; on a balanced set every weight is 1."""
+    if class_weight in ("none", None):
+        return None
+    if class_weight != "balanced":
+        raise InvalidParameterError(f"class_weight: expected 'balanced' or 'none', got {class_weight!r}")
+    y = np.asarray(y)
+    classes, inv, counts = np.unique(y, return_inverse=True, return_counts=True)
+    return y.size / (classes.size * counts[inv].astype(float))
 
 
 class MILClassifier(ClassifierMixin, BaseEstimator):

@@ -150,7 +150,12 @@ class SILClassifier(_KernelMIL):
     C : float
     kernel : {'linear', 'rbf'}
     gamma : float, optional (rbf; default 1/n_features)
-    class_weight : {'balanced', 'none'}
+    class_weight : {'balanced', 'balanced-instances', 'none'}
+        Instance cost multipliers: 'balanced' (default) is scikit-learn's meaning over bags,
+        each instance weighing n_bags / (2 · n_bags of its bag's class); 'balanced-instances'
+        is scikit-learn's over the instances (negative instances outnumber positive ones in
+        most MIL data, so this one pushes every score up and, with the max rule, tends to call
+        every bag positive); 'none': C for every instance.
     distributional : bool
         Use the SMM kernel on the instances' samples (si-SMM).
     summary : {None, 'univ1', 'univ2', 'univ1+cor', 'univ2+cor'}
@@ -176,19 +181,26 @@ class SILClassifier(_KernelMIL):
     def _fit(self, bags: Bags):
         from sklearn.svm import SVC
 
+        from milopt.estimators.base import class_weights
+
         positive_number("C", self.C)
-        if self.class_weight not in ("balanced", "none", None):
-            raise InvalidParameterError(f"class_weight: expected 'balanced' or 'none', got {self.class_weight!r}")
+        if self.class_weight not in ("balanced", "balanced-instances", "none", None):
+            raise InvalidParameterError(f"class_weight: expected 'balanced', 'balanced-instances' or 'none', got "
+                                        f"{self.class_weight!r}")
         t0 = time.perf_counter()
         K, X = self._prepare(bags)
         y = bags.instance_bag_y
-        cw = "balanced" if self.class_weight == "balanced" else None
+        cw = "balanced" if self.class_weight == "balanced-instances" else None
+        sw = None
+        if self.class_weight == "balanced":
+            sw = class_weights(bags.y, "balanced")[bags.bag_index]
         if K is None:
-            clf = SVC(C=self.C, kernel="linear", class_weight=cw, tol=self.tol, cache_size=1000).fit(X, y)
+            clf = SVC(C=self.C, kernel="linear", class_weight=cw, tol=self.tol, cache_size=1000).fit(X, y,
+                                                                                                    sample_weight=sw)
             coef = np.zeros(y.size)
             coef[clf.support_] = clf.dual_coef_[0]
         else:
-            clf = SVC(C=self.C, kernel="precomputed", class_weight=cw, tol=self.tol).fit(K, y)
+            clf = SVC(C=self.C, kernel="precomputed", class_weight=cw, tol=self.tol).fit(K, y, sample_weight=sw)
             coef = np.zeros(y.size)
             coef[clf.support_] = clf.dual_coef_[0]
         self._store(coef, clf.intercept_[0])
@@ -245,7 +257,7 @@ class MISVMHeuristic(_KernelMIL):
     random_state : int
     """
 
-    def __init__(self, C=1.0, kernel="linear", gamma=None, slack="bag", class_weight="none", init="centroid",
+    def __init__(self, C=1.0, kernel="linear", gamma=None, slack="bag", class_weight="balanced", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary=None,
                  scale_samples=True, scale_C=True, random_state=0):
         self.C = C
