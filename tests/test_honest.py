@@ -135,7 +135,7 @@ def test_degenerate_finder():
 def test_estimator_warns_on_a_degenerate_fit():
     bags = uninformative_bags()
     with pytest.warns(DegenerateModelWarning, match="every bag predicted positive"):
-        est = milopt.estimator("sil", scale=False).fit(bags)
+        est = milopt.estimator("sil", scale=False, class_weight="balanced-instances").fit(bags)
     assert est.degenerate_ == "every bag predicted positive (40 bags)"
     good = milopt.load(SMALL)
     with warnings.catch_warnings():
@@ -147,7 +147,8 @@ def test_estimator_warns_on_a_degenerate_fit():
 def test_cross_validate_lists_degenerate_folds():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateModelWarning)
-        res = cross_validate(milopt.estimator("sil", scale=False), uninformative_bags(), k=4, seed=0, scale=False)
+        res = cross_validate(milopt.estimator("sil", scale=False, class_weight="balanced-instances"),
+                             uninformative_bags(), k=4, seed=0, scale=False)
     flagged = [r["fold"] for r in res["folds"] if r.get("warnings")]
     assert flagged, "this noise data set gives degenerate folds"
     assert any(w.startswith(f"degenerate model in {len(flagged)} of 4 folds") and "every bag predicted positive" in w
@@ -156,7 +157,8 @@ def test_cross_validate_lists_degenerate_folds():
 
 def test_cli_fit_reports_degenerate_folds_on_stderr_and_in_json(capsys, tmp_path):
     csv = write_csv(uninformative_bags(), tmp_path / "noise.csv")
-    code, out, err = run(capsys, "fit", "sil", "--data", str(csv), "--cv", "4", "--json")
+    code, out, err = run(capsys, "fit", "sil", "--data", str(csv), "--cv", "4", "--set", "class_weight=balanced-instances",
+                         "--json")
     assert code == 0, err
     res = json.loads(out)  # stdout is one JSON document
     assert res["warnings"] and all(w.startswith("degenerate model in ") for w in res["warnings"])
@@ -165,7 +167,7 @@ def test_cli_fit_reports_degenerate_folds_on_stderr_and_in_json(capsys, tmp_path
     assert any(f"of 4 folds ({', '.join(flagged)})" in w for w in res["warnings"]) or len(res["warnings"]) > 1
     lines = [ln for ln in err.splitlines() if ln.startswith("milopt: warning:")]
     assert lines and len(lines) == len(res["warnings"])
-    code, out, err = run(capsys, "fit", "sil", "--data", str(csv), "--json")
+    code, out, err = run(capsys, "fit", "sil", "--data", str(csv), "--set", "class_weight=balanced-instances", "--json")
     res = json.loads(out)
     assert res["warnings"] == ["degenerate model: training bags: every bag predicted positive (40 bags)"]
     # an informative model: the field is there and empty, nothing on stderr
@@ -205,3 +207,37 @@ def test_plugin_accepted_anywhere(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "centroid-svm" in json.loads(r.stdout)["methods"]
+
+
+# ---------------------------------------------------------------- class weights
+def test_balanced_class_weights_are_scikit_learns_over_bags():
+    from milopt.estimators.base import class_weights
+
+    y = np.array([1, 1, 1, 0])
+    w = class_weights(y, "balanced")
+    np.testing.assert_allclose(w, [4 / 6, 4 / 6, 4 / 6, 2.0])   # n / (K n_k)
+    np.testing.assert_allclose(w[y == 1].sum(), w[y == 0].sum())
+    assert class_weights(y, "none") is None
+    with pytest.raises(milopt.errors.InvalidParameterError, match="class_weight"):
+        class_weights(y, "bogus")
+
+
+@pytest.mark.parametrize("method", ["sil", "misvm-heuristic", "pdmisvm", "misvm-miqp", "mi-svm-heuristic",
+                                    "batchpsvm", "mismm-heuristic"])
+def test_balanced_is_accepted_everywhere(method):
+    from milopt.estimators.registry import get_method
+
+    spec = get_method(method)
+    assert "class_weight" in spec.params
+    spec.validate({"class_weight": "balanced"})
+
+
+def test_pdmisvm_balanced_weights_equal_none_on_balanced_bags_and_change_the_fit_otherwise():
+    from milopt.algorithms.pdmisvm import objective
+
+    b = milopt.load(SMALL)
+    sub = b.subset(np.flatnonzero((b.y == 0) | (np.cumsum(b.y == 1) <= 2)))   # 2 positive bags, the rest negative
+    a = milopt.estimator("pdmisvm", scale=False, class_weight="none").fit(sub)
+    w = milopt.estimator("pdmisvm", scale=False, class_weight="balanced").fit(sub)
+    assert a.result_.objective == pytest.approx(objective(a.coef_.T, a.intercept_, sub.X, sub.bag_ptr, sub.y, 1.0))
+    assert not np.allclose(a.coef_, w.coef_)
