@@ -47,13 +47,14 @@ def instance_metrics(instance_y, y_pred, scores=None) -> dict:
     return bag_metrics(instance_y, y_pred, scores, prefix="instance_")
 
 
-def degenerate(pred, scores=None, classes=None) -> str | None:
+def degenerate(pred, scores=None, classes=None, unit: str = "bag") -> str | None:
     """Why a model's predictions on a set of bags carry no information, or None.
 
     ``"every bag predicted positive (19 bags)"`` when ``pred`` holds one class only (two bags
     or more), ``"all bag scores are equal (19 bags)"`` when ``scores`` (one per bag, or one
     row per bag) do not vary.  ``classes`` (the estimator's ``classes_``) names the class:
-    the last of two classes is "positive", the first "negative"."""
+    the last of two classes is "positive", the first "negative".  ``unit`` names what is
+    predicted ("bag"; "instance" for instance-level detectors)."""
     pred = np.asarray(pred)
     n = pred.shape[0]
     if n < 2:
@@ -61,7 +62,7 @@ def degenerate(pred, scores=None, classes=None) -> str | None:
     if scores is not None:
         S = np.asarray(scores, dtype=float).reshape(n, -1)
         if np.all(np.isfinite(S)) and np.all(np.ptp(S, axis=0) <= 1e-12 * max(1.0, float(np.abs(S).max()))):
-            return f"all bag scores are equal ({n} bags)"
+            return f"all {unit} scores are equal ({n} {unit}s)"
     values = np.unique(pred)
     if values.size != 1:
         return None
@@ -73,7 +74,7 @@ def degenerate(pred, scores=None, classes=None) -> str | None:
         name = "negative"
     else:
         name = f"class {v}"
-    return f"every bag predicted {name} ({n} bags)"
+    return f"every {unit} predicted {name} ({n} {unit}s)"
 
 
 def evaluate(estimator, bags: Bags, warnings: list | None = None) -> dict:
@@ -160,13 +161,13 @@ def cross_validate(estimator, bags: Bags, k: int = 10, seed: int = 0, scale: boo
 def fold_warnings(folds) -> list[str]:
     """One line per distinct warning of the ``warnings`` lists of cross-validation rows, naming
     the folds it occurred in ("degenerate model in 5 of 5 folds (0, 1, 2, 3, 4): held-out bags:
-    every bag predicted positive"); the bag counts of the individual folds are dropped."""
+    every bag predicted positive"); the counts of the individual folds are dropped."""
     import re
 
     seen: dict[str, list] = {}
     for r in folds:
         for w in r.get("warnings") or ():
-            key = re.sub(r" \(\d+ bags\)$", "", w)
+            key = re.sub(r" \(\d+ \w+\)$", "", w)
             seen.setdefault(key, []).append(r.get("fold"))
     n = len(folds)
     return [f"degenerate model in {len(fs)} of {n} folds ({', '.join(str(f) for f in fs)}): {key}"

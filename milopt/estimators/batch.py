@@ -134,6 +134,24 @@ class _BatchClassifier(MILClassifier):
         """0/1 instance labels from the batch-wise scores."""
         return (self.predict_instances(bags) > self.instance_threshold_).astype(int)
 
+    def _check_degenerate(self, bags: Bags) -> None:
+        """Batch classifiers are candidate detectors: with instance labels, the degenerate-model
+        check is on the training instances (every candidate one class, or one score)."""
+        if bags.instance_y is None:
+            return super()._check_degenerate(bags)
+        import warnings
+
+        from milopt.errors import DegenerateModelWarning
+        from milopt.metrics import degenerate
+
+        s = self.predict_instances(bags)
+        why = degenerate((s > self.instance_threshold_).astype(int), s, np.array([0, 1]), unit="instance")
+        self.degenerate_ = why
+        if why:
+            warnings.warn(f"{type(self).__name__}: degenerate model: {why} on the training bags; its predictions "
+                          "carry no information (try class_weight='balanced' or another nu)", DegenerateModelWarning,
+                          stacklevel=3)
+
     def score(self, bags, y=None):
         """Instance-level AUC when ``bags.instance_y`` exists, else bag accuracy."""
         bags = as_bags(bags, y)
