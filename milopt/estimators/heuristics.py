@@ -239,7 +239,8 @@ class MISVMHeuristic(_KernelMIL):
     init : {'centroid', 'sil', 'first', 'random'}
         First start's witnesses; further starts are random.
     restarts : int
-        Number of starts (best objective kept).
+        Number of starts (best objective kept; default 3: the centroid start and two random ones,
+        which lifts MUSK1 at C = 10 from 0.803 to 0.836 in 10-fold CV, docs/results.md).
     max_iter : int
         Alternation limit per start.
     solver : {'auto', 'smo', 'ipm', 'libsvm'}
@@ -258,7 +259,7 @@ class MISVMHeuristic(_KernelMIL):
     """
 
     def __init__(self, C=1.0, kernel="linear", gamma=None, slack="bag", class_weight="balanced", init="centroid",
-                 restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary=None,
+                 restarts=3, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary=None,
                  scale_samples=True, scale_C=True, random_state=0):
         self.C = C
         self.scale_C = scale_C
