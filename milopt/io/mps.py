@@ -13,8 +13,8 @@ objective = :math:`c^\top x - \text{rhs}`), ``RANGES`` (a linear row with two fi
 ``L`` row with right-hand side :math:`u` when that reads back exactly), ``BOUNDS`` (``FR``,
 ``MI``, ``PL``, ``BV``, ``LI`` / ``UI``, ``FX``, ``LO`` / ``UP``; an upper bound is written
 before a lower bound so that the old rule "a negative upper bound with no lower bound makes
-the lower bound :math:`-\infty`" can never fire), ``SOS`` (``S1`` / ``S2`` sets with their
-weights), ``QUADOBJ`` (the lower triangle of the objective Hessian :math:`Q`, objective
+the lower bound :math:`-\infty`" can never fire), ``SOS`` (a set line `` S1 name`` or `` S2 name``, then one
+``column weight`` line per member), ``QUADOBJ`` (the lower triangle of the objective Hessian :math:`Q`, objective
 :math:`c^\top x + \tfrac12 x^\top Q x`), ``QCMATRIX`` (one per quadratic row: the symmetric
 matrix :math:`P` with :math:`x^\top P x` equal to the row's quadratic part, no ½, each
 off-diagonal entry written twice, the diagonal once), ``INDICATORS`` (``IF row column value``),
@@ -180,13 +180,12 @@ def mps_chunks(mf, name: str = "milopt") -> list:
 
     # ---- SOS
     if mf.sos:
-        snames = sos_names(mf, taken=())
         lines = ["SOS"]
-        for s, sn in zip(mf.sos, snames):
-            lines.append(f" S{int(s.level)} SOS {sn}")
+        for s, sn in zip(mf.sos, sos_names(mf, taken=())):
+            lines.append(f" S{int(s.level)} {sn}")
             idx = np.asarray(s.idx, dtype=np.int64)
             for j, w in zip(idx.tolist(), num_strings_of(s.weights, idx.size)):
-                lines.append(f"    {sn} {cols[j]} {w}")
+                lines.append(f"    {cols[j]} {w}")
         out.append(("\n".join(lines) + "\n").encode("ascii"))
 
     # ---- QUADOBJ: lower triangle, column by column
