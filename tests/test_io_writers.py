@@ -367,3 +367,156 @@ def test_read_back_gurobi(name, fmt, gz, tmp_path):
 @pytest.mark.parametrize("name,fmt,gz", CASES)
 def test_read_back_xpress(name, fmt, gz, tmp_path):
     _check("xpress", name, fmt, gz, tmp_path)
+
+
+# --------------------------------------------------------------------------- determinism, numbers, names
+@pytest.mark.parametrize("suffix", [".mps", ".lp", ".mps.gz", ".lp.gz"])
+def test_same_form_same_bytes(suffix, tmp_path):
+    for name in ("names", "miqcqp", "indicator", "sos2", "milp"):
+        mf = CATALOGUE[name][0]
+        a, b = tmp_path / f"a{suffix}", tmp_path / f"b{suffix}"
+        write(mf, a)
+        write(mf, b)
+        assert a.read_bytes() == b.read_bytes()
+        if suffix.endswith(".gz"):
+            head = a.read_bytes()[:10]
+            assert head[:3] == b"\x1f\x8b\x08"
+            assert head[3] == 0                      # FLG: no file name, no comment, no extra
+            assert head[4:8] == b"\0\0\0\0"          # MTIME 0
+
+
+def test_file_objects_and_text_streams(tmp_path):
+    import io
+
+    mf = CATALOGUE["milp"][0]
+    write(mf, tmp_path / "m.mps")
+    buf = io.BytesIO()
+    n = write_mps(mf, buf)
+    assert buf.getvalue() == (tmp_path / "m.mps").read_bytes() and n == len(buf.getvalue())
+    txt = io.StringIO()
+    write_lp(mf, txt)
+    write(mf, tmp_path / "m.lp")
+    assert txt.getvalue() == (tmp_path / "m.lp").read_text()
+    gz = io.BytesIO()
+    write_mps(mf, gz, compress=True)
+    assert gzip.decompress(gz.getvalue()) == buf.getvalue()
+
+
+def test_bad_suffix_and_bad_forms(tmp_path):
+    mf = CATALOGUE["lp"][0]
+    with pytest.raises(InvalidParameterError, match=r"\.mps or \.lp"):
+        write(mf, tmp_path / "m.txt")
+    bad = form([1.0, np.nan], [[1, 1]], [0], [1], [0, 0], [1, 1])
+    with pytest.raises(InvalidDataError, match="NaN"):
+        write(bad, tmp_path / "m.mps")
+    crossed = form([1.0, 1.0], [[1, 1]], [0], [1], [0, 2], [1, 1])
+    with pytest.raises(InvalidDataError, match="column 1"):
+        write(crossed, tmp_path / "m.lp")
+    assert not list(tmp_path.iterdir())              # nothing left behind
+
+
+def _random_lp(rng, n=30, m=20):
+    """A feasible random LP whose numbers span many magnitudes (and need all 17 digits); within
+    [1e-8, 1e13], where HiGHS keeps matrix entries and finite bounds as they are."""
+    def draw(size):
+        return rng.choice([-1, 1], size) * 10.0 ** rng.uniform(-8, 12, size) * rng.uniform(1, 10, size)
+
+    A = sp.random(m, n, density=0.3, random_state=np.random.RandomState(int(rng.integers(1 << 30))), format="csr")
+    A.data = draw(A.nnz)
+    x0 = rng.uniform(0, 1, n)
+    act = A @ x0
+    lb, ub = act - np.abs(draw(m)), act + np.abs(draw(m))
+    return form(draw(n), A.toarray(), lb, ub, np.zeros(n), np.full(n, 1.0) + np.abs(draw(n)), c0=float(draw(1)[0]))
+
+
+@pytest.mark.highs
+@pytest.mark.parametrize("fmt", ["mps", "lp"])
+def test_highs_reads_every_number_exactly(fmt, tmp_path):
+    import highspy
+
+    rng = np.random.default_rng(11)
+    mf = _random_lp(rng)
+    path = tmp_path / f"r.{fmt}"
+    write(mf, path)
+    with quiet_fd1():
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.readModel(str(path))
+    lp = h.getLp()
+    n = mf.n_cols
+    assert np.array_equal(np.asarray(lp.col_cost_)[:n], mf.c)
+    assert np.array_equal(np.asarray(lp.col_upper_)[:n], mf.col_ub)
+    A = sp.csc_matrix((np.asarray(lp.a_matrix_.value_), np.asarray(lp.a_matrix_.index_),
+                       np.asarray(lp.a_matrix_.start_)), shape=(lp.num_row_, lp.num_col_))
+    if fmt == "mps":
+        assert lp.offset_ == mf.c0
+        assert np.array_equal(np.asarray(lp.row_lower_), mf.row_lb)
+        # a ranged row is rhs and range: the far bound is exact when some double R gives
+        # lo + R == up (or up - R == lo), else within a rounding (1 row of 20 here)
+        up = np.asarray(lp.row_upper_)
+        assert np.sum(up != mf.row_ub) <= 1
+        assert np.all(np.abs(up - mf.row_ub) <= 2 * np.spacing(np.abs(mf.row_ub)))
+        assert (A[:, :n] != sp.csc_matrix(mf.A)).nnz == 0
+    else:   # ranged rows are split: rows 2k and 2k+1 of the file are row k's two sides
+        assert np.array_equal(np.asarray(lp.row_lower_)[0::2], mf.row_lb)
+        assert np.array_equal(np.asarray(lp.row_upper_)[1::2], mf.row_ub)
+        assert (A[0::2, :n] != sp.csc_matrix(mf.A)).nnz == 0
+
+
+hyp = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=40))
+def test_mps_values_round_trip(values):
+    """Every coefficient written to the MPS COLUMNS section reads back as the same double."""
+    import io
+
+    v = np.asarray(values, float)
+    n = v.size
+    mf = form(v, [v], [-INF], [INF], np.zeros(n), np.full(n, INF))
+    buf = io.BytesIO()
+    write_mps(mf, buf)
+    text = buf.getvalue().decode("ascii")
+    body = text.split("COLUMNS\n")[1].split("RHS\n")[0].splitlines()
+    got = {}
+    for line in body:
+        col, row, val = line.split()
+        got.setdefault(row, []).append(float(val))
+    want = [x for x in v.tolist() if x != 0] or []
+    assert got.get("c(0)", []) == want
+    assert [x for x in got.get("obj", []) if x != 0] == want
+
+
+def test_clean_names_rule():
+    raw = ["w[3]", "w(3)", "3x", "e5", "E+1", "a b", "inf", None, "", "x:y", "free", "ok_1", "ok", "ok",
+           ".5", "x" * 300, "é"]
+    out = clean_names(raw, "C")
+    assert out[:4] == ["w(3)", "w(3)_1", "_3x", "_e5"]
+    assert out[4] == "E_1" and out[5] == "a_b" and out[6] == "_inf"
+    assert out[7] == "C7" and out[8] == "C8" and out[9] == "x_y" and out[10] == "_free"
+    assert out[11:14] == ["ok_1", "ok", "ok_2"]      # ok_1 is taken by a name of its own
+    assert out[14] == "_.5" and len(out[15]) == 255 and out[16] == "_"
+    assert len(set(out)) == len(out)
+    import re
+
+    assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_(),.]*", s) for s in out)
+    assert clean_names(raw, "C") == out              # deterministic
+    assert clean_names(["obj", "x"], "R", reserved=("obj",)) == ["_obj", "x"]
+    assert clean_names(["r", "r"], "R", reserved=("r_1",)) == ["r", "r_2"]
+
+
+@pytest.mark.scip
+def test_scip_sees_the_clean_names(tmp_path):
+    import pyscipopt as ps
+
+    mf = CATALOGUE["names"][0]
+    want = clean_names(mf.col_names, "C")
+    for fmt in ("mps", "lp"):
+        write(mf, tmp_path / f"n.{fmt}")
+        m = ps.Model()
+        m.hideOutput()
+        m.readProblem(str(tmp_path / f"n.{fmt}"))
+        assert [v.name for v in m.getVars()] == want

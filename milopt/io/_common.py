@@ -148,6 +148,7 @@ class Rows:
     src: np.ndarray
     names: list
     obj_name: str
+    base_names: list
 
 
 OBJ_NAME = "obj"
@@ -181,7 +182,7 @@ def rows_as_written(mf, split_linear_ranges: bool, col_names) -> Rows:
     finite bounds are always split in two (no reader takes a ranged one)."""
     n = mf.n_cols
     A = sp.csr_matrix(mf.A)
-    blocks, los, his, kinds, srcs, raw = [], [], [], [], [], []
+    blocks, los, his, kinds, srcs, bases, suffixes, raw = [], [], [], [], [], [], [], []
 
     def add(kind, mat, lo, hi, names, split):
         idx, lo2, hi2, suffix = _split(lo, hi, split)
@@ -190,12 +191,10 @@ def rows_as_written(mf, split_linear_ranges: bool, col_names) -> Rows:
         his.append(hi2)
         kinds.append(np.full(idx.size, kind, dtype=np.int8))
         srcs.append(idx)
+        bases.append(idx + len(raw))
+        suffixes.append(np.full(idx.size, "") if suffix is None else suffix)
         nm = list(names) if names is not None else []
-        nm = nm + [None] * (len(lo) - len(nm))
-        if suffix is None:
-            raw.extend(nm)
-        else:
-            raw.extend(None if nm[i] is None else f"{nm[i]}{s}" for i, s in zip(idx.tolist(), suffix.tolist()))
+        raw.extend(nm[:len(lo)] + [None] * (len(lo) - len(nm)))
 
     add(0, A, mf.row_lb, mf.row_ub, mf.row_names, split_linear_ranges)
     if mf.qrows:
@@ -212,24 +211,31 @@ def rows_as_written(mf, split_linear_ranges: bool, col_names) -> Rows:
     B.eliminate_zeros()
     kind = np.concatenate(kinds)
     src = np.concatenate(srcs)
+    base = np.concatenate(bases)
+    suffix = np.concatenate(suffixes)
     lo, hi = np.concatenate(los), np.concatenate(his)
     # a quadratic or indicator row without a finite bound constrains nothing: left out
     drop = (kind > 0) & (lo == -INF) & (hi == INF)
     if drop.any():
         keep = np.flatnonzero(~drop)
-        B, kind, src, lo, hi = B[keep], kind[keep], src[keep], lo[keep], hi[keep]
-        raw = [raw[i] for i in keep.tolist()]
-    names = clean_names(raw, "R", reserved=(OBJ_NAME,))
-    return Rows(B=B, lo=lo, hi=hi, kind=kind, src=src,
-                names=names, obj_name=OBJ_NAME)
+        B, kind, src, lo, hi, base, suffix = B[keep], kind[keep], src[keep], lo[keep], hi[keep], base[keep], suffix[keep]
+    # names: every row's own name cleaned (the same in both formats), then the _lo / _up of a
+    # split row appended, then collisions that creates resolved
+    clean = clean_names(raw, "R", reserved=(OBJ_NAME,))
+    names = [clean[b] + x for b, x in zip(base.tolist(), suffix.tolist())]
+    if suffix.size and (suffix != "").any():
+        names = clean_names(names, "R", reserved=(OBJ_NAME,))
+    return Rows(B=B, lo=lo, hi=hi, kind=kind, src=src, names=names, obj_name=OBJ_NAME, base_names=clean)
 
 
 def column_names(mf, reserved=()) -> list:
     return clean_names(mf.col_names, "C", reserved=reserved)
 
 
-def sos_names(mf, taken) -> list:
-    return clean_names([s.name for s in mf.sos], "SOS", reserved=taken)
+def sos_names(mf, rows) -> list:
+    """SOS names: cleaned, unique, distinct from every row name."""
+    return clean_names([s.name for s in mf.sos], "SOS", reserved=set(rows.base_names) | set(rows.names)
+                       | {rows.obj_name})
 
 
 def header_lines(comment: str, prefix: str) -> list:

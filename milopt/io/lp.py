@@ -215,7 +215,7 @@ def lp_chunks(mf) -> list:
     # ---- SOS
     if mf.sos:
         lines = ["SOS"]
-        for s, sn in zip(mf.sos, sos_names(mf, taken=set(rows.names) | {rows.obj_name})):
+        for s, sn in zip(mf.sos, sos_names(mf, rows)):
             idx = np.asarray(s.idx, np.int64)
             w = s.weights if s.weights is not None and np.size(s.weights) else np.arange(1, idx.size + 1)
             members = [f"{cols[j]}:{x}" for j, x in zip(idx.tolist(), num_strings(w))]

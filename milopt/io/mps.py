@@ -9,8 +9,10 @@ matrix entry gets an explicit ``obj 0`` entry so that every reader declares it; 
 between ``MARKER 'MARKER' 'INTORG'`` / ``'INTEND'`` lines), ``RHS`` (the objective constant
 :math:`c_0` as the right-hand side :math:`-c_0` of the objective row: the readers take
 objective = :math:`c^\top x - \text{rhs}`), ``RANGES`` (a linear row with two finite bounds
-:math:`\ell < u`: a ``G`` row with right-hand side :math:`\ell` and range :math:`u-\ell`, or an
-``L`` row with right-hand side :math:`u` when that reads back exactly), ``BOUNDS`` (``FR``,
+:math:`\ell < u`: a ``G`` row with right-hand side :math:`\ell` and range :math:`R`, read as
+:math:`[\ell, \ell + R]`, or an ``L`` row with right-hand side :math:`u`, read as
+:math:`[u - R, u]`; :math:`R` is :math:`u - \ell` rounded, or a neighbouring double, chosen so
+that the far bound computes back to exactly :math:`u` (or :math:`\ell`)), ``BOUNDS`` (``FR``,
 ``MI``, ``PL``, ``BV``, ``LI`` / ``UI``, ``FX``, ``LO`` / ``UP``; an upper bound is written
 before a lower bound so that the old rule "a negative upper bound with no lower bound makes
 the lower bound :math:`-\infty`" can never fire), ``SOS`` (a set line `` S1 name`` or `` S2 name``, then one
@@ -52,13 +54,23 @@ def _row_types(lo, hi):
     typ[ge], rhs[ge] = b"G", lo[ge]
     typ[le], rhs[le] = b"L", hi[le]
     if both.any():
-        width = np.zeros(m)
-        width[both] = hi[both] - lo[both]
-        exact_g = both & (lo + width == hi)
-        exact_l = both & ~exact_g & (hi - width == lo)
-        g = both & ~exact_l
-        typ[g], rhs[g], rng[g] = b"G", lo[g], width[g]
-        typ[exact_l], rhs[exact_l], rng[exact_l] = b"L", hi[exact_l], width[exact_l]
+        # a G row [rhs, rhs + R] with rhs = lo, or an L row [rhs - R, rhs] with rhs = hi; R is
+        # hi - lo or one of its neighbouring doubles, whichever makes the far bound read back exactly
+        k = np.flatnonzero(both)
+        l, h = lo[k], hi[k]
+        w0 = h - l
+        r_g = np.full(k.size, np.nan)
+        r_l = np.full(k.size, np.nan)
+        for w in (w0, np.nextafter(w0, INF), np.nextafter(w0, 0), np.nextafter(np.nextafter(w0, INF), INF),
+                  np.nextafter(np.nextafter(w0, 0), 0)):
+            ok = np.isnan(r_g) & (l + w == h) & (w > 0)
+            r_g[ok] = w[ok]
+            ok = np.isnan(r_l) & (h - w == l) & (w > 0)
+            r_l[ok] = w[ok]
+        use_l = np.isnan(r_g) & ~np.isnan(r_l)
+        typ[k] = np.where(use_l, b"L", b"G")
+        rhs[k] = np.where(use_l, h, l)
+        rng[k] = np.where(use_l, r_l, np.where(np.isnan(r_g), w0, r_g))
     return typ, rhs, rng
 
 
@@ -181,7 +193,7 @@ def mps_chunks(mf, name: str = "milopt") -> list:
     # ---- SOS
     if mf.sos:
         lines = ["SOS"]
-        for s, sn in zip(mf.sos, sos_names(mf, taken=())):
+        for s, sn in zip(mf.sos, sos_names(mf, rows)):
             lines.append(f" S{int(s.level)} {sn}")
             idx = np.asarray(s.idx, dtype=np.int64)
             for j, w in zip(idx.tolist(), num_strings_of(s.weights, idx.size)):
