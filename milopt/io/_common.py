@@ -20,6 +20,8 @@ from milopt.io.names import clean_names
 INF = float("inf")
 # value count above which numbers are formatted once per distinct value
 _DEDUP = 2048
+# size of the block of records assembled at a time (fits in a typical L2 cache)
+_BLOCK_BYTES = 1 << 19
 
 
 def num(x: float) -> str:
@@ -42,8 +44,16 @@ def num_bytes(v) -> np.ndarray:
         return np.zeros(0, dtype="S1")
     if v.size <= _DEDUP:
         return np.array(num_strings(v), dtype="S")
-    u, inv = np.unique(v, return_inverse=True)
-    return np.array(num_strings(u), dtype="S")[inv.ravel()]
+    # distinct values by their bit patterns (a stable integer sort is faster than a float one)
+    bits = v.view(np.int64)
+    order = np.argsort(bits, kind="stable")
+    sb = bits[order]
+    new = np.empty(sb.size, dtype=bool)
+    new[0] = True
+    np.not_equal(sb[1:], sb[:-1], out=new[1:])
+    inv = np.empty(v.size, dtype=np.intp)
+    inv[order] = np.cumsum(new) - 1
+    return np.array(num_strings(v[order[new]]), dtype="S")[inv]
 
 
 def as_bytes(strings) -> np.ndarray:
@@ -52,7 +62,7 @@ def as_bytes(strings) -> np.ndarray:
     return a if a.dtype.itemsize else a.astype("S1")
 
 
-def assemble(fields, n: int):
+def assemble(fields, n: int, ends: bool = True):
     """Concatenate per-record fields into one byte string.
 
     Parameters
@@ -67,26 +77,42 @@ def assemble(fields, n: int):
     -------
     blob : bytes
         The records one after another (no separator added).
-    ends : numpy.ndarray
-        ``ends[k]`` is the offset in ``blob`` just after record ``k``.
+    ends : numpy.ndarray or None
+        ``ends[k]`` is the offset in ``blob`` just after record ``k`` (None unless asked for).
     """
     if n == 0:
-        return b"", np.zeros(0, dtype=np.int64)
-    parts = []
+        return b"", (np.zeros(0, dtype=np.int64) if ends else None)
+    consts, arrays = [], []
     for f in fields:
         if isinstance(f, (bytes, bytearray)):
-            if f:
-                parts.append(np.broadcast_to(np.frombuffer(bytes(f), np.uint8), (n, len(f))))
+            consts.append(bytes(f))
+            arrays.append(None)
         else:
             f = np.ascontiguousarray(f)
             if f.shape != (n,):
                 raise ValueError("field length does not match the number of records")
-            w = f.dtype.itemsize
-            parts.append(f.view(np.uint8).reshape(n, w))
-    buf = np.concatenate(parts, axis=1) if len(parts) > 1 else np.array(parts[0])
-    keep = buf != 0
-    ends = np.cumsum(keep.sum(axis=1, dtype=np.int64))
-    return buf[keep].tobytes(), ends
+            consts.append(None)
+            arrays.append(f.view(np.uint8).reshape(n, f.dtype.itemsize))
+    widths = [len(c) if c is not None else a.shape[1] for c, a in zip(consts, arrays)]
+    offsets = np.r_[0, np.cumsum(widths)]
+    # blocks of records small enough to stay in cache while they are built and squeezed
+    step = max(1, _BLOCK_BYTES // max(int(offsets[-1]), 1))
+    buf = np.empty((min(step, n), int(offsets[-1])), dtype=np.uint8)
+    for c, o, w in zip(consts, offsets[:-1].tolist(), widths):
+        if c is not None and w:
+            buf[:, o:o + w] = np.frombuffer(c, np.uint8)
+    out, counts = [], []
+    for s0 in range(0, n, step):
+        s1 = min(n, s0 + step)
+        b = buf[:s1 - s0]
+        for a, o, w in zip(arrays, offsets[:-1].tolist(), widths):
+            if a is not None and w:
+                b[:, o:o + w] = a[s0:s1]
+        if ends:
+            counts.append(np.count_nonzero(b, axis=1))
+        out.append(b.tobytes().translate(None, b"\0"))
+    blob = b"".join(out)
+    return blob, (np.cumsum(np.concatenate(counts)) if ends else None)
 
 
 def check_form(mf) -> None:
