@@ -135,7 +135,7 @@ def test_degenerate_finder():
 def test_estimator_warns_on_a_degenerate_fit():
     bags = uninformative_bags()
     with pytest.warns(DegenerateModelWarning, match="every bag predicted positive"):
-        est = milopt.estimator("sil", scale=False, class_weight="balanced-instances").fit(bags)
+        est = milopt.estimator("sil", scale=False, class_weight="balanced-instances", kernel="linear").fit(bags)
     assert est.degenerate_ == "every bag predicted positive (40 bags)"
     good = milopt.load(SMALL)
     with warnings.catch_warnings():
@@ -147,7 +147,7 @@ def test_estimator_warns_on_a_degenerate_fit():
 def test_cross_validate_lists_degenerate_folds():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateModelWarning)
-        res = cross_validate(milopt.estimator("sil", scale=False, class_weight="balanced-instances"),
+        res = cross_validate(milopt.estimator("sil", scale=False, class_weight="balanced-instances", kernel="linear"),
                              uninformative_bags(), k=4, seed=0, scale=False)
     flagged = [r["fold"] for r in res["folds"] if r.get("warnings")]
     assert flagged, "this noise data set gives degenerate folds"
@@ -158,7 +158,7 @@ def test_cross_validate_lists_degenerate_folds():
 def test_cli_fit_reports_degenerate_folds_on_stderr_and_in_json(capsys, tmp_path):
     csv = write_csv(uninformative_bags(), tmp_path / "noise.csv")
     code, out, err = run(capsys, "fit", "sil", "--data", str(csv), "--cv", "4", "--set", "class_weight=balanced-instances",
-                         "--json")
+                         "kernel=linear", "--json")
     assert code == 0, err
     res = json.loads(out)  # stdout is one JSON document
     assert res["warnings"] and all(w.startswith("degenerate model in ") for w in res["warnings"])
@@ -167,7 +167,8 @@ def test_cli_fit_reports_degenerate_folds_on_stderr_and_in_json(capsys, tmp_path
     assert any(f"of 4 folds ({', '.join(flagged)})" in w for w in res["warnings"]) or len(res["warnings"]) > 1
     lines = [ln for ln in err.splitlines() if ln.startswith("milopt: warning:")]
     assert lines and len(lines) == len(res["warnings"])
-    code, out, err = run(capsys, "fit", "sil", "--data", str(csv), "--set", "class_weight=balanced-instances", "--json")
+    code, out, err = run(capsys, "fit", "sil", "--data", str(csv), "--set", "class_weight=balanced-instances", "kernel=linear",
+                         "--json")
     res = json.loads(out)
     assert res["warnings"] == ["degenerate model: training bags: every bag predicted positive (40 bags)"]
     # an informative model: the field is there and empty, nothing on stderr
