@@ -152,8 +152,9 @@ def plot_gaps(df: pd.DataFrame, path) -> bool:
 
 def plot_gap_over_time(df: pd.DataFrame, refs: dict, path, max_panels: int = 16) -> bool:
     """Per integer problem (one panel each, at most ``max_panels``): primal gap to the best known
-    value (solid; its area up to the horizon is the primal integral) and primal-dual gap (dashed)
-    over the solver's clock, every contender in its colour and marker; one legend outside."""
+    value (solid; its area up to the horizon is the primal integral) and, where the trajectory
+    has the dual bound, the primal-dual gap (dashed) over the solver's clock, every contender in
+    its colour and marker; one legend outside."""
     from milopt.bench.assess import primal_gap
 
     d = df[(df["kind"] == "solve") & df["problem_class"].astype(str).str.startswith("MI")]
@@ -168,6 +169,7 @@ def plot_gap_over_time(df: pd.DataFrame, refs: dict, path, max_panels: int = 16)
     nrow = (k + ncol - 1) // ncol
     conts = sorted(d["contender"].unique())
     labs = [wrap_label(c) for c in conts] + ["primal gap (solid)", "primal-dual gap (dashed)"]
+    dashed = False
     lw, lh, lcol = _legend_size(labs)
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol + lw, max(lh, 2.9 * nrow + 0.8)), squeeze=False,
                              sharey=True, layout="constrained")
@@ -188,7 +190,9 @@ def plot_gap_over_time(df: pd.DataFrame, refs: dict, path, max_panels: int = 16)
             t_lo, t_hi = min(t_lo, ts[0]), max(t_hi, ts[-1])
             ax.step(ts, pg, where="post", color=st["color"], linestyle="-", marker=st["marker"],
                     markevery=max(1, len(ts) // 6), markersize=4, linewidth=1.2)
-            ax.step(ts, dg, where="post", color=st["color"], linestyle="--", linewidth=0.8)
+            if any(du is not None for _, du, _ in tr):  # a dual bound was recorded
+                ax.step(ts, dg, where="post", color=st["color"], linestyle="--", linewidth=0.8)
+                dashed = True
         ax.set_xscale("log")
         ax.set_xlim(t_lo / 1.5, max(t_hi * 1.1, t_lo * 2))
         ax.set_yscale("symlog", linthresh=0.01)
@@ -200,12 +204,15 @@ def plot_gap_over_time(df: pd.DataFrame, refs: dict, path, max_panels: int = 16)
         ax.axis("off")
     handles = [plt.Line2D([], [], **contender_style(j), markersize=4) for j in range(len(conts))]
     handles += [plt.Line2D([], [], color="k", linestyle="-"), plt.Line2D([], [], color="k", linestyle="--")]
+    if not dashed:  # no solver recorded its dual bound over time
+        handles, labs = handles[:-1], labs[:-1]
     _legend(fig, handles, labs, lcol)
     fig.supxlabel("seconds on the solver's clock (log)", fontsize=8)
     fig.supylabel("gap (%)", fontsize=8)
     more = f" (first {k} of {len(all_probs)} problems)" if len(all_probs) > k else ""
-    fig.suptitle(wrap_label("integer problems: primal gap to the best known value (solid) and primal-dual gap "
-                            f"(dashed){more}", 90), fontsize=8)
+    what = " and primal-dual gap (dashed)" if dashed else ""
+    fig.suptitle(wrap_label(f"integer problems: primal gap to the best known value (solid){what}{more}", 90),
+                 fontsize=8)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return True
