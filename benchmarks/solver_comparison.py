@@ -6,10 +6,11 @@
 Instances: the catalogue ``instances/library.csv`` (``--suite``, default ``all``; ``--instances``
 for a comma list) that fit the free size-limited editions -- at most ``--max-size`` variables and
 at most ``--max-size`` rows (default 1000, the CPLEX community edition's limits; ``--max-size 0``
-takes every size).  They are written with ``milopt export-library`` (``OUT/library``: ``.mps.gz``
-files, ``manifest.json`` with sizes and sha256) and solved from the catalogue's definition by
-``milopt bench`` (``OUT/bench``: one isolated process per run, hard wall-clock limit, answers
-verified against the model; docs/bench.md).  ``--quick`` takes six small instances of every class
+takes every size; sizes from the matrix form the driver solves, cached in ``OUT/instances.json``).
+They are solved from the catalogue's definition by ``milopt bench`` (``OUT/bench``: one isolated
+process per run, hard wall-clock limit, answers verified against the model; docs/bench.md) and
+written with ``milopt export-library`` (``OUT/library``: ``.mps.gz`` files, ``manifest.json`` with
+sha256) for other tools.  ``--quick`` takes six small instances of every class
 (MUSK subsets, ``gen:digits``, ``gen:kent-yu``, ``gen:cad``) with a 10 s limit.
 
 Contenders: ``--solvers`` (default every installed one of ``bnb, scip, highs, cplex, gurobi,
@@ -20,7 +21,7 @@ that cannot take an instance is recorded as **skipped** with the reason, never a
   structure-aware backend for other formulations (``bnb``: the MI-SVM big-M MIQP only);
 * its ``skip(mf, opts)`` hook refuses the instance's matrix form (a licence size limit),
   checked here before anything runs;
-* the run itself ended ``unsupported`` (the driver refused it).
+* the driver refused the run itself (outcome ``unsupported``, or ``LicenceLimitError``).
 
 Writes into ``OUT``: ``comparison.csv`` (one row per instance x solver: status, time, gap,
 objective, reason), ``comparison.md`` (instance x solver table), ``profile.png`` (Dolan-Moré
@@ -102,24 +103,50 @@ def select_instances(args) -> list:
     return suite(args.suite)
 
 
-def export(insts, folder: Path, resume: bool) -> dict:
-    """``{name: manifest entry}`` of the instances, written by export-library (reused on --resume)."""
+def describe(insts, out: Path, resume: bool) -> tuple[dict, dict]:
+    """``({name: {"class", "features", "columns", "rows", "nonzeros"}}, {name: MatrixForm})``.
+
+    Each instance is built from the catalogue's definition and its matrix form extracted (what
+    the driver and the backends' skip hooks see); the sizes are cached in ``OUT/instances.json``
+    (reused with --resume; the matrix forms are then rebuilt only when a skip hook needs them)."""
+    from milopt.bench.library import build
+    from milopt.solvers.extract import extract
+
+    cache = out / "instances.json"
+    known = json.loads(cache.read_text()) if resume and cache.is_file() else {}
+    forms = {}
+    for inst in insts:
+        if inst.name in known:
+            continue
+        t0 = time.perf_counter()
+        try:
+            mf = extract(build(inst)[0])
+        except Exception as exc:  # noqa: BLE001 - an instance that cannot be built is listed, not fatal
+            print(f"not built: {inst.name}: {type(exc).__name__}: {str(exc)[:160]}", file=sys.stderr)
+            continue
+        sz = mf.size()
+        known[inst.name] = {"class": mf.problem_class(), "features": list(mf.features()),
+                            "columns": sz["variables"], "rows": sz["constraints"], "nonzeros": sz["nonzeros"]}
+        forms[inst.name] = mf
+        print(f"built {inst.name} ({known[inst.name]['class']}, {sz['variables']} columns, {sz['constraints']} rows)"
+              f" in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    cache.write_text(json.dumps(known, indent=1))
+    return {i.name: known[i.name] for i in insts if i.name in known}, forms
+
+
+def export_files(names: list, folder: Path) -> str:
+    """Write the compared instances with ``milopt export-library`` (``.mps.gz``, manifest with
+    sha256); returns a line saying where, or why not."""
     from milopt.bench.library import export_library
 
-    man_path = folder / "manifest.json"
-    names = [i.name for i in insts]
-    if resume and man_path.is_file():
-        man = json.loads(man_path.read_text())
-        have = {e["name"]: e for e in man["instances"]}
-        if set(names) <= set(have) | {s["name"] for s in man.get("skipped", [])}:
-            return {n: have[n] for n in names if n in have}
-    man = export_library(folder, formats=("mps",), names=names, progress=sys.stderr)
-    for s in man["skipped"]:
-        print(f"not built: {s['name']}: {s['reason'][:160]}", file=sys.stderr)
-    return {e["name"]: e for e in man["instances"]}
+    try:
+        man = export_library(folder, formats=("mps",), names=names)
+    except Exception as exc:  # noqa: BLE001 - the files are a record; the comparison stands without them
+        return f"export-library failed ({type(exc).__name__}: {str(exc)[:120]}); no instance files written"
+    return f"{len(man['instances'])} instance(s) written to {folder} by export-library (manifest.json)"
 
 
-def plan(insts, entries: dict, solvers: list, time_limit: float, max_size: int):
+def plan(insts, entries: dict, forms: dict, solvers: list, time_limit: float, max_size: int):
     """Runs to make ``{(instance, solver)}``, skipped cells ``{(instance, solver): reason}`` and the
     instances left out for their size ``[(name, variables, rows)]``."""
     from milopt.bench.library import build
@@ -137,7 +164,7 @@ def plan(insts, entries: dict, solvers: list, time_limit: float, max_size: int):
             too_big.append((inst.name, nv, nr))
             continue
         cls, feats = e["class"], tuple(e.get("features") or ())
-        mf = None
+        mf = forms.get(inst.name)
         for s in solvers:
             b = bk[s]
             if not b.supports(cls, feats, inst.formulation) or not (b.generic or inst.formulation in b.formulations):
@@ -149,9 +176,9 @@ def plan(insts, entries: dict, solvers: list, time_limit: float, max_size: int):
             if getattr(b, "skip", None) is not None:
                 if mf is None:
                     try:
-                        from milopt.solvers.export import extract
+                        from milopt.solvers.extract import extract
 
-                        mf = extract(build(inst)[0])
+                        mf = forms[inst.name] = extract(build(inst)[0])
                     except Exception as exc:  # noqa: BLE001 - the run itself will tell
                         mf = exc
                 if not isinstance(mf, Exception):
@@ -176,6 +203,12 @@ def bench_config(names: list, solvers: list, time_limit: float) -> dict:
     return cfg
 
 
+def refused(r) -> bool:
+    """A run the driver refused before solving: the solver cannot take the instance (outcome
+    ``unsupported``) or it is past the installed licence's size limit (``LicenceLimitError``)."""
+    return r["outcome"] == "unsupported" or str(r.get("error") or "").startswith("LicenceLimitError")
+
+
 def comparison_table(df, entries: dict, skipped: dict, solvers: list, insts) -> "pd.DataFrame":
     """One row per instance x solver: class, size, status, time, gap, objective, reason."""
     import pandas as pd
@@ -198,7 +231,7 @@ def comparison_table(df, entries: dict, skipped: dict, solvers: list, insts) -> 
                 row.update(status="skipped", reason=skipped[(inst.name, s)])
             elif r is None:
                 row.update(status="not run", reason="not in this comparison's bench table")
-            elif r["outcome"] == "unsupported":
+            elif refused(r):
                 row.update(status="skipped", reason=str(r["error"])[:200])
             else:
                 if bool(r["solved"]):
@@ -266,9 +299,11 @@ def main(argv=None) -> int:
     load_start = load_average()
     insts = select_instances(args)
     out.mkdir(parents=True, exist_ok=True)
-    entries = export(insts, out / "library", args.resume)
-    runs, skipped, too_big = plan(insts, entries, solvers, tl, args.max_size)
+    entries, forms = describe(insts, out, args.resume)
+    runs, skipped, too_big = plan(insts, entries, forms, solvers, tl, args.max_size)
+    forms.clear()
     taken = [i for i in insts if i.name in entries and i.name not in {n for n, _, _ in too_big}]
+    exported = export_files([i.name for i in taken], out / "library")
     if runs:
         cfg = bench_config(sorted({n for n, _ in runs}), solvers, tl)
         with warnings.catch_warnings():
@@ -285,7 +320,7 @@ def main(argv=None) -> int:
 
     # performance profiles: every taken instance is a problem; skipped or failed = not solved
     probs = [f"{i.name}#s0" for i in taken]
-    solved = df[df["outcome"] != "unsupported"] if len(df) else df
+    solved = df[[not refused(r) for _, r in df.iterrows()]] if len(df) else df
     profiles = {}
     if len(solved) and len(solvers) > 1:
         tm = time_matrix(solved, "solve", probs).reindex(columns=solvers)
@@ -310,7 +345,7 @@ def main(argv=None) -> int:
           f"{tl:g} s bounding build and solve, relative gap {GAP:g})."]
     if absent:
         md.append("Not compared: " + "; ".join(f"{n} ({w})" for n, w in absent) + ".")
-    md += ["", f"{len(taken)} instance(s); " + (f"left out for their size (more than {args.max_size} variables "
+    md += ["", f"Instance files: {exported}.", "", f"{len(taken)} instance(s); " + (f"left out for their size (more than {args.max_size} variables "
            f"or rows): {len(too_big)}." if args.max_size else "every size taken."),
            "Status: `optimal` = solved (optimal, verified against the model, within the time limit, agreeing "
            "with the best known value); `optimal, rejected` = claimed optimal but failed a check (reason in "
