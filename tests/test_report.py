@@ -314,3 +314,53 @@ def test_report_primal_integrals_agree_with_a_hand_computation(pint_bench, capsy
     assert {p["problem"] for p in rep["primal_integrals"]} == set(df["problem"])
     md = (out / "summary.md").read_text()
     assert "primal integral" in md.lower()
+
+
+# ------------------------------------------------------------------ benchmarks/solver_comparison.py
+def _comparison_module():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "solver_comparison.py"
+    spec = importlib.util.spec_from_file_location("solver_comparison", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_solver_comparison_records_what_a_solver_cannot_take_as_skipped(tmp_path, monkeypatch):
+    import milopt.solvers
+    from milopt.bench.library import suite
+    from milopt.solvers.backend import Backend
+
+    sc = _comparison_module()
+    real = milopt.solvers.backends()
+    small = Backend(name="small-licence", classes=frozenset({"LP", "QP", "MILP", "MIQP"}), module="numpy",
+                    version=lambda: "1.0",
+                    skip=lambda mf, opts: (mf.size()["variables"] > 100,
+                                           "small-licence licence: at most 100 variables; use another solver"))
+    monkeypatch.setattr(milopt.solvers, "backends", lambda: {**real, "small-licence": small})
+    insts = suite("misvm-bigm.ky1-b20,misvm-bigm.digits-b20,batchsvm-lp.cad-i10")
+    entries, forms = sc.describe(insts, tmp_path, resume=False)
+    assert entries["misvm-bigm.ky1-b20"]["columns"] == 61 and entries["misvm-bigm.digits-b20"]["class"] == "MIQP"
+    runs, skipped, too_big = sc.plan(insts, entries, forms, ["small-licence", "highs", "bnb"], 10.0, 1000)
+    assert runs == {("misvm-bigm.ky1-b20", "small-licence"), ("misvm-bigm.ky1-b20", "bnb"),
+                    ("misvm-bigm.digits-b20", "bnb"), ("batchsvm-lp.cad-i10", "highs")}
+    assert "licence" in skipped[("misvm-bigm.digits-b20", "small-licence")]   # the skip hook's reason
+    assert "licence" in skipped[("batchsvm-lp.cad-i10", "small-licence")]
+    assert skipped[("misvm-bigm.ky1-b20", "highs")] == "highs does not solve MIQP problems"
+    assert skipped[("batchsvm-lp.cad-i10", "bnb")] == "bnb solves only misvm-bigm"
+    assert too_big == []
+    # --max-size: instances past it are left out, not failed
+    _, _, too_big = sc.plan(insts, entries, forms, ["highs"], 10.0, 100)
+    assert sorted(n for n, _, _ in too_big) == ["batchsvm-lp.cad-i10", "misvm-bigm.digits-b20"]
+    # a run the driver refused past a licence limit is skipped with its reason, never a failure
+    df = pd.DataFrame([
+        {"instance": "misvm-bigm.ky1-b20", "contender": "small-licence", "outcome": "error", "solved": False,
+         "error": "LicenceLimitError: past the licence", "termination": "", "time": 0.1, "gap": np.nan,
+         "objective": np.nan, "failure": "error"},
+        {"instance": "misvm-bigm.ky1-b20", "contender": "bnb", "outcome": "ok", "solved": True, "error": "",
+         "termination": "optimal", "time": 1.5, "gap": 0.0, "objective": 4.05, "failure": ""}])
+    tab = sc.comparison_table(df, entries, skipped, ["small-licence", "bnb", "highs"], insts[:1]).set_index("solver")
+    assert tab.loc["small-licence", "status"] == "skipped" and "licence" in tab.loc["small-licence", "reason"]
+    assert tab.loc["bnb", "status"] == "optimal" and tab.loc["bnb", "time"] == 1.5
+    assert tab.loc["highs", "status"] == "skipped"
