@@ -183,6 +183,11 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
     if len(solve_s):
         md += ["## Solvers", ""]
         md.append(markdown_table(solve_s))
+        sd = df[(df["kind"] == "solve") & (df["outcome"] != "unsupported")]
+        if sd.groupby("contender")["problem"].apply(frozenset).nunique() > 1:
+            md += ["The solvers were given different problems: `sgm_time` and `sgm_ratio` compare means over "
+                   "different runs; compare `sgm_common_ratio` (problems every solver was given) or the per-class "
+                   "table below.", ""]
         ct = class_table(df)
         if not ct.empty:
             md += ["Solved / given per problem class:", ""]

@@ -366,7 +366,8 @@ def class_sgm_table(df: pd.DataFrame, shift: float = SHIFT) -> pd.DataFrame:
     """Per problem class: for every solver given a problem of the class, solved / given and the
     shifted geometric means over the class's problems *every* such solver was given
     (``sgm_common``, unsolved charged the limit) and over those every such solver solved
-    (``sgm_all_solved``), plus the class's virtual best."""
+    (``sgm_all_solved``), plus the class's virtual best; ``sgm_common_ratio`` divides
+    ``sgm_common`` by the smallest of a real solver of the class."""
     d = _assessed(df)
     d = d[(d["kind"] == "solve") & (d["outcome"] != "unsupported")]
     rows = []
@@ -392,7 +393,11 @@ def class_sgm_table(df: pd.DataFrame, shift: float = SHIFT) -> pd.DataFrame:
                          else float("nan"), "all_solved": len(solved_all),
                          "sgm_all_solved": shifted_geomean(vb.loc[vb.index.isin(solved_all), "time"], shift)
                          if solved_all else float("nan")})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if len(out):  # ratio within each class, over the same runs as sgm_common, to the best real solver
+        best = out["sgm_common"].where(out["contender"] != "virtual best").groupby(out["class"]).transform("min")
+        out.insert(out.columns.get_loc("sgm_common") + 1, "sgm_common_ratio", out["sgm_common"] / best)
+    return out
 
 
 def class_table(df: pd.DataFrame) -> pd.DataFrame:
