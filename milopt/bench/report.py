@@ -49,7 +49,7 @@ from milopt.bench.report_tables import (OPT_GAP, SHIFT, capped_gaps, charged_tim
                                         performance_profile, performance_ratios, primal_integrals,
                                         shifted_geomean, solu_entries, solved_mask, summary_table, time_matrix,
                                         virtual_best, _assessed, _cell, _labels, _pm, _trajectory)
-from milopt.bench.report_plots import (COLOURS, LINESTYLES, MARKERS, contender_style,  # noqa: F401
+from milopt.bench.report_plots import (COLOURS, LINESTYLES, MARKERS, _plt, contender_style,  # noqa: F401
                                        plot_gap_over_time, plot_gaps, plot_profile)
 
 
