@@ -32,9 +32,9 @@ import math
 import numpy as np
 import pandas as pd
 
+#: fit terminations that count as failures; every other word (optimal, converged, early_stopped,
+#: iteration_limit, unknown) leaves a usable model (docs/statuses.md)
 FIT_FAILURES = {"time_limit", "error", "interrupted", "infeasible", "unbounded", "infeasible_or_unbounded"}
-#: fit terminations that leave a usable model (docs/statuses.md)
-FIT_USABLE = {"optimal", "converged", "early_stopped", "iteration_limit", "unknown", ""}
 OVERRUN_FACTOR = 1.10
 OVERRUN_SLACK = 1.0
 DEFAULT_GAP = 1e-4
