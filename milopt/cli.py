@@ -178,8 +178,8 @@ def _proof_line(res) -> list[str]:
     minimize = res.get("sense", "minimize") != "maximize"
     if term == "optimal" and bound is not None and gap is not None:
         side = "below" if minimize else "above"
-        return [f"  proof: no solution {side} the bound {bound:.6g} exists; the objective {obj:.6g} is within "
-                f"{100 * gap:.2g} % of it (relative gap; proven optimal)"]
+        return [f"  proof: no solution has an objective {side} the bound {bound:.6g}; the objective {obj:.6g} is "
+                f"within {100 * gap:.2g} % of it (relative gap; proven optimal)"]
     if bound is not None and gap is not None:
         return [f"  not proven: objective {obj:.6g}, bound {bound:.6g}, gap {gap:.2%} ({term}); the solution is "
                 "the best found, not certified optimal"]
