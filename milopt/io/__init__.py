@@ -25,8 +25,9 @@ from milopt.errors import InvalidParameterError
 __all__ = ["write", "write_mps", "write_lp", "FORMATS"]
 
 FORMATS = ("mps", "lp")
-#: gzip level of ``.gz`` files (6: zlib's default trade-off between time and size)
-GZIP_LEVEL = 6
+#: gzip level of ``.gz`` files: 3 writes MUSK2's big-M model (47.5 MB of MPS) in a quarter of the
+#: time of zlib's default 6 for a file 20 % larger (6.7 MB against 5.6 MB)
+GZIP_LEVEL = 3
 
 
 def _format_of(path) -> tuple:

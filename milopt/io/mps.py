@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.io._common import (INF, as_bytes, assemble, check_form, column_names, header_lines,
-                               num, num_bytes, rows_as_written, sos_names)
+                               num, num_bytes, num_field, rows_as_written, sos_names)
 
 __all__ = ["mps_chunks"]
 
@@ -156,8 +156,8 @@ def mps_chunks(mf, name: str = "milopt") -> list:
     ent_val = np.insert(Bc.data.astype(float), at, c[jo])
     per_col = counts + has_obj
     ent_col = np.repeat(np.arange(n), per_col)
-    blob, ends = assemble([b"    ", colS[ent_col], b" ", rowS[ent_row], b" ", num_bytes(ent_val), b"\n"],
-                          ent_val.size)
+    blob, ends = assemble([b"    ", (colS, ent_col), b" ", (rowS, ent_row), b" ", num_field(ent_val), b"\n"],
+                          ent_val.size, ends=bool(integ.any()))
     if integ.any():
         first = np.r_[0, np.cumsum(per_col)]                         # entry index of each column
         starts = np.r_[0, ends]                                      # byte offset of each entry
