@@ -520,3 +520,38 @@ def test_scip_sees_the_clean_names(tmp_path):
         m.hideOutput()
         m.readProblem(str(tmp_path / f"n.{fmt}"))
         assert [v.name for v in m.getVars()] == want
+
+
+@pytest.mark.slow
+@pytest.mark.highs
+@pytest.mark.parametrize("fmt", ["mps", "lp"])
+def test_musk2_bigm_reads_back_exactly(fmt, tmp_path):
+    """The MUSK2 big-M MIQP (1.1M nonzeros): HiGHS reads back the same matrix, costs, bounds,
+    integrality and Hessian."""
+    import highspy
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    try:
+        from writer_speed import bigm_form
+    finally:
+        sys.path.pop(0)
+    mf = bigm_form("musk2")
+    path = tmp_path / f"musk2.{fmt}"
+    write(mf, path)
+    with quiet_fd1():
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        assert h.readModel(str(path)) != highspy.HighsStatus.kError
+    lp = h.getLp()
+    assert (lp.num_col_, lp.num_row_) == (mf.n_cols, mf.A.shape[0])
+    assert np.array_equal(lp.col_cost_, mf.c) and np.array_equal(lp.col_lower_, mf.col_lb)
+    assert np.array_equal(lp.col_upper_, mf.col_ub)
+    assert np.array_equal(lp.row_lower_, mf.row_lb) and np.array_equal(lp.row_upper_, mf.row_ub)
+    assert np.array_equal(np.asarray(lp.integrality_) == highspy.HighsVarType.kInteger, mf.integrality)
+    A = sp.csc_matrix((np.asarray(lp.a_matrix_.value_), np.asarray(lp.a_matrix_.index_),
+                       np.asarray(lp.a_matrix_.start_)), shape=mf.A.shape)
+    assert (A != sp.csc_matrix(mf.A)).nnz == 0
+    assert list(lp.col_names_) == clean_names(mf.col_names, "C")
+    hs = h.getModel().hessian_
+    H = sp.csc_matrix((np.asarray(hs.value_), np.asarray(hs.index_), np.asarray(hs.start_)), shape=(hs.dim_, hs.dim_))
+    assert (sp.tril(H) != sp.tril(mf.Q)).nnz == 0
