@@ -114,6 +114,9 @@ def catalogue():
                 ind_lb=np.array([-INF, 1.0]), ind_ub=np.array([3.0, 2.0]), ind_names=["on[0]", "off[1]"])
     # z1 = 0 -> z0 = 1: x0 + x1 <= 3, 1 <= x0 - x1 <= 2: 3 - 0.5 = 2.5 ; z1 = 1: 6 - 4 (- 0.5) = 2
     out["indicator_active"] = (ind2, 2.5)
+    # a free linear row (no finite bound): an N row in MPS that every reader discards, left out
+    # of LP files; max x0 + x1, x0 + x1 <= 2, x in [0, 1] -> 2
+    out["free_row"] = (form([1, 1], [[1, 1], [1, -1]], [-INF, -INF], [2, INF], [0, 0], [1, 1], sense=-1), 2.0)
     # names that need cleaning and collide (columns and rows), default names, keyword names
     cn = ["w[3]", "w(3)", "3x", "e5", "a b", "inf", None, "free", "é"]
     rn = ["margin[1]", "margin(1)", "obj", "R3", None, "end"]
@@ -298,7 +301,8 @@ def expected_counts(reader, mf, fmt):
     q_ranged = sum(1 for r in mf.qrows if np.isfinite(r.lb) and np.isfinite(r.ub) and r.lb < r.ub)
     i_ranged = int(np.sum(np.isfinite(mf.ind_lb) & np.isfinite(mf.ind_ub) & (mf.ind_lb < mf.ind_ub)))
     cols = mf.n_cols
-    rows = mf.A.shape[0] + len(mf.qrows) + q_ranged + mf.n_indicators + i_ranged
+    free = int(np.sum(~finite_lo & ~finite_hi))       # discarded (MPS) or left out (LP)
+    rows = mf.A.shape[0] - free + len(mf.qrows) + q_ranged + mf.n_indicators + i_ranged
     if fmt == "lp":
         rows += ranged
         if mf.c0 != 0 and reader != "gurobi":
