@@ -29,8 +29,8 @@ def form(c, A, row_lb, row_ub, col_lb, col_ub, integrality=None, *, c0=0.0, Q=No
          col_names=None, row_names=None, **kw):
     n = len(c)
     A = sp.csr_matrix(np.asarray(A, float).reshape(-1, n))
-    return MatrixForm(c=np.asarray(c, float), c0=float(c0), Q=None if Q is None else sp.csc_matrix(np.asarray(Q, float)),
-                      A=A, row_lb=np.asarray(row_lb, float), row_ub=np.asarray(row_ub, float),
+    Q = None if Q is None else sp.csc_matrix(np.asarray(Q, float))
+    return MatrixForm(c=np.asarray(c, float), c0=float(c0), Q=Q, A=A, row_lb=np.asarray(row_lb, float), row_ub=np.asarray(row_ub, float),
                       col_lb=np.asarray(col_lb, float), col_ub=np.asarray(col_ub, float),
                       integrality=np.zeros(n, bool) if integrality is None else np.asarray(integrality, bool),
                       col_names=col_names or [f"x[{j}]" for j in range(n)],
@@ -155,7 +155,8 @@ def reference_optimum(mf) -> float:
         s = slice(A.indptr[i], A.indptr[i + 1])
         cons(lin(A.indices[s], A.data[s]), mf.row_lb[i], mf.row_ub[i])
     for r in mf.qrows:
-        e = lin(r.lin_idx, r.lin_val) + ps.quicksum(float(v) * x[int(i)] * x[int(j)] for i, j, v in zip(r.qi, r.qj, r.qv))
+        e = lin(r.lin_idx, r.lin_val) + ps.quicksum(float(v) * x[int(i)] * x[int(j)]
+                                                    for i, j, v in zip(r.qi, r.qj, r.qv))
         cons(e, r.lb, r.ub)
     for k in range(mf.n_indicators):
         g = sp.csr_matrix(mf.ind_A)[k]
@@ -406,6 +407,11 @@ def test_bad_suffix_and_bad_forms(tmp_path):
     crossed = form([1.0, 1.0], [[1, 1]], [0], [1], [0, 2], [1, 1])
     with pytest.raises(InvalidDataError, match="column 1"):
         write(crossed, tmp_path / "m.lp")
+    from dataclasses import replace
+
+    ind = CATALOGUE["indicator"][0]
+    with pytest.raises(InvalidDataError, match="not a binary column"):
+        write(replace(ind, ind_binary=np.array([0, 3])), tmp_path / "m.mps")
     assert not list(tmp_path.iterdir())              # nothing left behind
 
 

@@ -131,7 +131,11 @@ def check_form(mf) -> None:
                                    "give one entry per column (per row for row_lb/row_ub)")
     if mf.A.shape[1] != n:
         raise InvalidDataError(f"MatrixForm.A has {mf.A.shape[1]} columns, c has {n}: make them agree")
-    for nm, v in (("c", mf.c), ("A", mf.A.data), ("Q", None if mf.Q is None else sp.csc_matrix(mf.Q).data)):
+    if mf.Q is not None and mf.Q.shape != (n, n):
+        raise InvalidDataError(f"MatrixForm.Q has shape {mf.Q.shape}, expected ({n}, {n}): one row and column "
+                               "per column of the form")
+    Qd = None if mf.Q is None else sp.csc_matrix(mf.Q).data
+    for nm, v in (("c", mf.c), ("A", sp.csr_matrix(mf.A).data), ("Q", Qd)):
         if v is not None and not np.all(np.isfinite(v)):
             raise InvalidDataError(f"MatrixForm.{nm} holds NaN or infinite entries: "
                                    "coefficients must be finite numbers")
@@ -159,6 +163,14 @@ def check_form(mf) -> None:
         act = np.asarray(mf.ind_active)
         if not np.all((act == 0) | (act == 1)):
             raise InvalidDataError("MatrixForm.ind_active must hold 0 or 1 for every indicator row")
+        zb = np.asarray(mf.ind_binary, dtype=np.int64)
+        ok = (zb >= 0) & (zb < n)
+        ok[ok] = (np.asarray(mf.integrality, bool)[zb[ok]] & (np.asarray(mf.col_lb)[zb[ok]] >= 0)
+                  & (np.asarray(mf.col_ub)[zb[ok]] <= 1))
+        if not ok.all():
+            k = int(np.flatnonzero(~ok)[0])
+            raise InvalidDataError(f"indicator row {k} is switched by column {int(zb[k])}, which is not a binary "
+                                   "column: give ind_binary the index of an integer column with bounds in [0, 1]")
     if mf.sense not in (1, -1):
         raise InvalidDataError(f"MatrixForm.sense is {mf.sense!r}: use +1 (minimise) or -1 (maximise)")
 
@@ -208,7 +220,7 @@ def _split(lo, hi, split):
     return idx, new_lo, new_hi, suffix
 
 
-def rows_as_written(mf, split_linear_ranges: bool, col_names) -> Rows:
+def rows_as_written(mf, split_linear_ranges: bool) -> Rows:
     """The written rows of ``mf`` (see :class:`Rows`); quadratic and indicator rows with two
     finite bounds are always split in two (no reader takes a ranged one)."""
     n = mf.n_cols
@@ -249,7 +261,8 @@ def rows_as_written(mf, split_linear_ranges: bool, col_names) -> Rows:
     drop = (kind > 0) & (lo == -INF) & (hi == INF)
     if drop.any():
         keep = np.flatnonzero(~drop)
-        B, kind, src, lo, hi, base, suffix = B[keep], kind[keep], src[keep], lo[keep], hi[keep], base[keep], suffix[keep]
+        B, kind, src, lo, hi = B[keep], kind[keep], src[keep], lo[keep], hi[keep]
+        base, suffix = base[keep], suffix[keep]
     # names: every row's own name cleaned (the same in both formats), then the _lo / _up of a
     # split row appended, then collisions that creates resolved
     clean = clean_names(raw, "R", reserved=(OBJ_NAME,))

@@ -119,7 +119,7 @@ def lp_chunks(mf) -> list:
     check_form(mf)
     n = mf.n_cols
     cols = column_names(mf)
-    rows = rows_as_written(mf, split_linear_ranges=True, col_names=cols)
+    rows = rows_as_written(mf, split_linear_ranges=True)
     colS = as_bytes(cols)
     lb = np.asarray(mf.col_lb, float)
     ub = np.asarray(mf.col_ub, float)

@@ -31,7 +31,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.io._common import (INF, as_bytes, assemble, check_form, column_names, header_lines,
-                               num, num_bytes, num_field, rows_as_written, sos_names)
+                               num, num_bytes, num_field, num_strings, rows_as_written,
+                               sos_names)
 
 __all__ = ["mps_chunks"]
 
@@ -124,7 +125,7 @@ def mps_chunks(mf, name: str = "milopt") -> list:
     check_form(mf)
     n = mf.n_cols
     cols = column_names(mf)
-    rows = rows_as_written(mf, split_linear_ranges=False, col_names=cols)
+    rows = rows_as_written(mf, split_linear_ranges=False)
     colS = as_bytes(cols)
     rowS = as_bytes([rows.obj_name] + rows.names)
     lb = np.asarray(mf.col_lb, float)
@@ -264,8 +265,6 @@ def mps_chunks(mf, name: str = "milopt") -> list:
 
 def num_strings_of(w, size):
     """SOS weights as strings (``1, 2, ...`` when none are given)."""
-    from milopt.io._common import num_strings
-
     if w is None or np.size(w) == 0:
         w = np.arange(1, size + 1, dtype=float)
     return num_strings(w)
