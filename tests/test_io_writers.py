@@ -117,6 +117,8 @@ def catalogue():
     # a free linear row (no finite bound): an N row in MPS that every reader discards, left out
     # of LP files; max x0 + x1, x0 + x1 <= 2, x in [0, 1] -> 2
     out["free_row"] = (form([1, 1], [[1, 1], [1, -1]], [-INF, -INF], [2, INF], [0, 0], [1, 1], sense=-1), 2.0)
+    # no rows at all (an empty Subject To section): min x0 - x1, x0 in [0, 1], x1 in [0, 2] -> -2
+    out["no_rows"] = (form([1, -1], np.zeros((0, 2)), [], [], [0, 0], [1, 2]), -2.0)
     # names that need cleaning and collide (columns and rows), default names, keyword names
     cn = ["w[3]", "w(3)", "3x", "e5", "a b", "inf", None, "free", "é"]
     rn = ["margin[1]", "margin(1)", "obj", "R3", None, "end"]
