@@ -414,6 +414,8 @@ def test_bad_suffix_and_bad_forms(tmp_path):
     ind = CATALOGUE["indicator"][0]
     with pytest.raises(InvalidDataError, match="not a binary column"):
         write(replace(ind, ind_binary=np.array([0, 3])), tmp_path / "m.mps")
+    with pytest.raises(InvalidParameterError, match="does not exist"):
+        write(CATALOGUE["lp"][0], tmp_path / "no" / "m.mps")
     assert not list(tmp_path.iterdir())              # nothing left behind
 
 

@@ -65,6 +65,9 @@ def _emit(chunks, dest, compress: bool | None) -> int:
     object; return the number of bytes written."""
     if isinstance(dest, (str, os.PathLike)):
         path = Path(dest)
+        if not path.parent.is_dir():
+            raise InvalidParameterError(f"cannot write {path}: the directory {path.parent} does not exist; "
+                                        "create it first")
         if compress is None:
             compress = str(path).lower().endswith(".gz")
         fd, tmp = tempfile.mkstemp(prefix=".milopt-", suffix=".tmp", dir=str(path.parent) or ".")
