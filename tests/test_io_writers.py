@@ -487,9 +487,8 @@ def test_mps_values_round_trip(values):
     body = text.split("COLUMNS\n")[1].split("RHS\n")[0].splitlines()
     got = {}
     for line in body:
-        tok = line.split()
-        for row, val in zip(tok[1::2], tok[2::2]):     # column, then one or two (row, value) pairs
-            got.setdefault(row, []).append(float(val))
+        col, row, val = line.split()
+        got.setdefault(row, []).append(float(val))
     want = [x for x in v.tolist() if x != 0] or []
     assert got.get("c(0)", []) == want
     assert [x for x in got.get("obj", []) if x != 0] == want

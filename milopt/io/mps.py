@@ -4,9 +4,9 @@ Sections, in the order written (see ``docs/file_format.md`` for the readers that
 
 ``NAME``, ``OBJSENSE`` (``MAX`` on the next line, only when maximising), ``ROWS`` (``N`` for the
 objective ``obj``; ``E`` / ``L`` / ``G``; ``N`` for a linear row without a finite bound),
-``COLUMNS`` (every column, in the form's order, two entries a line; a column with no objective
-coefficient and no matrix entry gets an explicit ``obj 0`` entry so that every reader declares
-it; integer columns between ``MARKER 'MARKER' 'INTORG'`` / ``'INTEND'`` lines), ``RHS`` (the objective constant
+``COLUMNS`` (every column, in the form's order; a column with no objective coefficient and no
+matrix entry gets an explicit ``obj 0`` entry so that every reader declares it; integer columns
+between ``MARKER 'MARKER' 'INTORG'`` / ``'INTEND'`` lines), ``RHS`` (the objective constant
 :math:`c_0` as the right-hand side :math:`-c_0` of the objective row: the readers take
 objective = :math:`c^\top x - \text{rhs}`), ``RANGES`` (a linear row with two finite bounds
 :math:`\ell < u`: a ``G`` row with right-hand side :math:`\ell` and range :math:`R`, read as
@@ -156,36 +156,19 @@ def mps_chunks(mf, name: str = "milopt") -> list:
     ent_row = np.insert(Bc.indices.astype(np.int64) + 1, at, 0)
     ent_val = np.insert(Bc.data.astype(float), at, c[jo])
     per_col = counts + has_obj
-    # two entries of a column per line (the classic layout): entry 2k of a column starts a line,
-    # entry 2k+1 (when there is one) completes it
-    first = np.r_[0, np.cumsum(per_col)]                             # entry index of each column
     ent_col = np.repeat(np.arange(n), per_col)
-    pos = np.arange(ent_val.size) - first[ent_col]
-    a = np.flatnonzero(pos % 2 == 0)                                 # first entry of each line
-    has_b = pos[a] + 1 < per_col[ent_col[a]]
-    b = np.where(has_b, a + 1, ent_val.size)                         # ent_val.size: no second entry
-    vt = num_field(ent_val)
-    if not isinstance(vt, tuple):
-        vt = (vt, np.arange(ent_val.size))
-    vtab = np.r_[vt[0], np.array([b""], dtype=vt[0].dtype)]
-    vidx = np.r_[vt[1], vt[0].size]
-    rtab = np.r_[rowS, np.array([b""], dtype=rowS.dtype)]
-    ridx = np.r_[ent_row, rowS.size]
-    gap = (np.array([b"", b"   "], dtype="S3"), has_b.astype(np.intp))
-    lines_per_col = (per_col + 1) // 2
-    blob, ends = assemble([b"    ", (colS, ent_col[a]), b" ", (rtab, ridx[a]), b" ", (vtab, vidx[a]), gap,
-                           (rtab, ridx[b]), np.where(has_b, b" ", b"").astype("S1"), (vtab, vidx[b]), b"\n"],
-                          a.size, ends=bool(integ.any()))
+    blob, ends = assemble([b"    ", (colS, ent_col), b" ", (rowS, ent_row), b" ", num_field(ent_val), b"\n"],
+                          ent_val.size, ends=bool(integ.any()))
     if integ.any():
-        lfirst = np.r_[0, np.cumsum(lines_per_col)]                  # line index of each column
-        starts = np.r_[0, ends]                                      # byte offset of each line
+        first = np.r_[0, np.cumsum(per_col)]                         # entry index of each column
+        starts = np.r_[0, ends]                                      # byte offset of each entry
         edges = np.diff(np.r_[0, integ.astype(np.int8), 0])
         run_s = np.flatnonzero(edges == 1)
         run_e = np.flatnonzero(edges == -1)
         prev = 0
-        for s0, e0 in zip(starts[lfirst[run_s]].tolist(), starts[lfirst[run_e]].tolist()):
-            out += [blob[prev:s0], _MARK_ORG, blob[s0:e0], _MARK_END]
-            prev = e0
+        for s, e in zip(starts[first[run_s]].tolist(), starts[first[run_e]].tolist()):
+            out += [blob[prev:s], _MARK_ORG, blob[s:e], _MARK_END]
+            prev = e
         out.append(blob[prev:])
     else:
         out.append(blob)
