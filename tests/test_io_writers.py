@@ -559,3 +559,27 @@ def test_musk2_bigm_reads_back_exactly(fmt, tmp_path):
     hs = h.getModel().hessian_
     H = sp.csc_matrix((np.asarray(hs.value_), np.asarray(hs.index_), np.asarray(hs.start_)), shape=(hs.dim_, hs.dim_))
     assert (sp.tril(H) != sp.tril(mf.Q)).nnz == 0
+
+
+def test_integer_markers_same_bytes_either_way(monkeypatch):
+    """COLUMNS is assembled run by run (few runs of integer columns) or in one piece and cut at
+    the runs (many): both give the same bytes."""
+    import io
+
+    import milopt.io.mps as mps_mod
+
+    rng = np.random.default_rng(3)
+    n = 60
+    integ = rng.random(n) < 0.5
+    A = np.round(rng.uniform(-1, 1, (8, n)), 2)
+    A[:, 5] = 0.0                                          # a column with no matrix entry
+    mf = form(np.round(rng.uniform(-1, 1, n), 2), A, [-1] * 8, [1] * 8, [0] * n, [1] * n, integ)
+    few, many = io.BytesIO(), io.BytesIO()
+    monkeypatch.setattr(mps_mod, "_MAX_RUNS", 10 ** 6)
+    write_mps(mf, few)
+    monkeypatch.setattr(mps_mod, "_MAX_RUNS", 0)
+    write_mps(mf, many)
+    assert few.getvalue() == many.getvalue()
+    text = few.getvalue().decode()
+    runs = int(np.sum(np.diff(np.r_[0, integ.astype(int)]) == 1))
+    assert text.count("'INTORG'") == text.count("'INTEND'") == runs
