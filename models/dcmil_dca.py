@@ -3,7 +3,7 @@ r"""DC-MIL: the convex subproblem of one DC-algorithm (DCA) iteration (a convex 
 Astorino, A., Fuduli, A., Giallombardo, G., Miglionico, G. "SVM-based multiple instance
 classification via DC optimization", *Algorithms* 12(12):249, 2019, eqs. 1–3.
 
-The MIL error function :math:`f = f_1 - f_2` (see ``milopt.algorithms.dcmil``) has
+The MIL error function :math:`f = f_1 - f_2` (:mod:`milopt.mil.dcmil`) has
 
 .. math::
 
@@ -37,12 +37,13 @@ from pyomo.core.expr.numeric_expr import LinearExpression
 
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
+from milopt.mil.dcmil import DCMILObjective, starting_point
 from milopt.models._linear import add_linear_rows, var_list
 from milopt.params import Float, ParamSet
 
 PROBLEM_CLASS = "QP"
 
-#: keys accepted from the command line: name -> (type, default, help)
+#: keys accepted from the command line (milopt.params)
 PARAMS = ParamSet(C=Float(1.0, "misclassification cost", gt=0))
 
 
@@ -61,8 +62,6 @@ def build(bags: Bags, C: float = 1.0, g2=None, z0=None, **unused) -> pe.Concrete
         Current point (w, b) (default: the paper's starting point); used for ``g2`` and as the
         initial variable values.
     """
-    from milopt.algorithms.dcmil import DCMILObjective, starting_point
-
     if unused:
         raise InvalidParameterError(f"dcmil-dca: unknown parameter(s) {sorted(unused)}; accepted: {sorted(PARAMS)} "
                                     "(and g2, z0)")
@@ -138,8 +137,6 @@ def set_linearisation(model, g2) -> None:
 
 def decode(model) -> dict:
     """The point (w, b) and f, f1, f2 there (recomputed from the data, not from the epigraph)."""
-    from milopt.algorithms.dcmil import DCMILObjective
-
     d = model._milopt_meta["n_features"]
     w = np.array([pe.value(model.w[k], exception=False) or 0.0 for k in range(d)])
     b = float(pe.value(model.b, exception=False) or 0.0)

@@ -17,7 +17,7 @@ subgradients and linearisation errors of :math:`f_1` and a subgradient :math:`g^
 
 Its dual is :math:`\min_{\lambda \in \Delta}\tfrac12\lVert\sum_i \lambda_i (g^{(1)}_i - g^{(2)})\rVert^2
 + \sum_i\lambda_i(\alpha^{(1)}_i - \alpha^{(2)})` over the unit simplex, which
-``milopt.algorithms.dcmil.simplex_qp`` solves natively; this model is its algebraic
+``milopt.algorithms.qp_simplex.simplex_qp`` solves natively (for DCPCA); this model is its algebraic
 counterpart (tests check that both reach the same optimum through the driver).
 
 From the command line (``milopt solve dcmil-direction --data musk1 --solver highs``) the bundle
@@ -31,28 +31,18 @@ import pyomo.environ as pe
 import scipy.sparse as sp
 
 from milopt.errors import InvalidParameterError
+from milopt.mil.dcmil import bundle_after
 from milopt.models._linear import add_linear_rows, var_list
 from milopt.params import Float, Int, ParamSet
 
 PROBLEM_CLASS = "QP"
 
-#: keys accepted from the command line: name -> (type, default, help)
+#: keys accepted from the command line (milopt.params)
 PARAMS = ParamSet(
     C=Float(1.0, "misclassification cost of the DC-MIL function", gt=0),
     iterations=Int(0, "DCPCA main iterations from the paper's start before taking the bundle (0: initial bundle)",
                    ge=0),
 )
-
-
-def bundle_at_start(bags, C: float = 1.0, iterations: int = 0):
-    """DCPCA's bundle (G1, alpha1, g2) at the paper's starting point, after ``iterations`` iterations."""
-    from milopt.algorithms.dcmil import dcpca
-
-    if int(iterations) < 0:
-        raise InvalidParameterError(f"iterations: expected >= 0, got {iterations}")
-    res = dcpca(bags, C=C, max_iter=int(iterations), theta=0.0, keep_bundle=True, history=False)
-    G1, A1, g2 = res.extra["bundle"]
-    return G1, A1, g2
 
 
 def build(bags=None, C: float = 1.0, iterations: int = 0, G1=None, alpha1=None, g2=None, alpha2: float = 0.0,
@@ -62,7 +52,8 @@ def build(bags=None, C: float = 1.0, iterations: int = 0, G1=None, alpha1=None, 
     Parameters
     ----------
     bags : Bags, optional
-        Used only when ``G1`` is not given.
+        Used only when ``G1`` is not given: the bundle is then DCPCA's after ``iterations``
+        iterations from the paper's start (:func:`milopt.mil.dcmil.bundle_after`).
     G1 : (k, n) array
         Subgradients of f1 (rows).
     alpha1 : (k,) array
@@ -78,7 +69,7 @@ def build(bags=None, C: float = 1.0, iterations: int = 0, G1=None, alpha1=None, 
     if G1 is None:
         if bags is None:
             raise InvalidParameterError("dcmil-direction: give bundle data (G1, alpha1, g2) or bags")
-        G1, alpha1, g2 = bundle_at_start(bags, C, iterations)
+        G1, alpha1, g2 = bundle_after(bags, C, iterations)
     G1 = np.atleast_2d(np.asarray(G1, dtype=float))
     k, n = G1.shape
     alpha1 = np.zeros(k) if alpha1 is None else np.asarray(alpha1, dtype=float).ravel()
