@@ -11,7 +11,7 @@ Speed (see docs/build_export.md):
   build (MUSK2: 3.2 s with GC, 1.0 s without).  Rows are therefore created inside
   ``pyomo.common.gc_manager.PauseGC``.
 * The sparse matrix each call was built from is remembered on the constraint component
-  (:class:`RowCache`, attribute ``_milopt_rows``).  ``milopt.solvers.export.extract`` reuses it
+  (:class:`RowCache`, attribute ``_milopt_rows``).  ``milopt.solvers.extract`` reuses it
   instead of walking 10^6 expression terms, *after checking row by row* that the constraint
   still holds the very expression object created here (``ConstraintData._expr`` identity) and
   is active.  Pyomo expressions are immutable, so a row whose expression object is unchanged

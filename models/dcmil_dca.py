@@ -39,6 +39,7 @@ from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.mil.dcmil import DCMILObjective, starting_point
 from milopt.models._linear import add_linear_rows, var_list
+from milopt.models.info import MILModel
 from milopt.params import Float, ParamSet
 
 PROBLEM_CLASS = "QP"
@@ -47,7 +48,7 @@ PROBLEM_CLASS = "QP"
 PARAMS = ParamSet(C=Float(1.0, "misclassification cost", gt=0))
 
 
-def build(bags: Bags, C: float = 1.0, g2=None, z0=None, **unused) -> pe.ConcreteModel:
+def build(bags: Bags, C: float = 1.0, g2=None, z0=None, **unused) -> MILModel:
     """Build the DCA subproblem.
 
     Parameters
@@ -88,7 +89,7 @@ def build(bags: Bags, C: float = 1.0, g2=None, z0=None, **unused) -> pe.Concrete
     rank[P] = np.arange(nP)
     rank[N] = np.arange(nN)
 
-    m = pe.ConcreteModel(name="dcmil_dca")
+    m = MILModel(name="dcmil_dca")
     m.F = pe.RangeSet(0, d - 1)
     m.POS = pe.Set(initialize=P.tolist(), ordered=True)
     m.NEG = pe.Set(initialize=N.tolist(), ordered=True)
@@ -119,16 +120,16 @@ def build(bags: Bags, C: float = 1.0, g2=None, z0=None, **unused) -> pe.Concrete
     m.obj = pe.Objective(expr=0.5 * pe.quicksum(m.w[k] ** 2 for k in range(d))
                          + LinearExpression(constant=0.0, linear_coefs=lin_coefs, linear_vars=lin_vars),
                          sense=pe.minimize)
-    m._milopt_class = PROBLEM_CLASS
-    m._milopt_meta = {"n_features": d, "instances": n, "C": obj.C, "z0": z0}
-    m._milopt_bags = bags
+    m._milopt.problem_class = PROBLEM_CLASS
+    m._milopt.meta = {"n_features": d, "instances": n, "C": obj.C, "z0": z0}
+    m._milopt.bags = bags
     return m
 
 
 def set_linearisation(model, g2) -> None:
     """Replace the f2 subgradient in the objective (next DCA iteration)."""
     g2 = np.asarray(g2, dtype=float)
-    d = model._milopt_meta["n_features"]
+    d = model._milopt.meta["n_features"]
     if g2.shape != (d + 1,):
         raise InvalidParameterError(f"g2: expected shape ({d + 1},), got {g2.shape}")
     model.g2w.store_values(dict(enumerate(g2[:-1].tolist())))
@@ -137,8 +138,8 @@ def set_linearisation(model, g2) -> None:
 
 def decode(model) -> dict:
     """The point (w, b) and f, f1, f2 there (recomputed from the data, not from the epigraph)."""
-    d = model._milopt_meta["n_features"]
+    d = model._milopt.meta["n_features"]
     w = np.array([pe.value(model.w[k], exception=False) or 0.0 for k in range(d)])
     b = float(pe.value(model.b, exception=False) or 0.0)
-    e = DCMILObjective(model._milopt_bags, model._milopt_meta["C"]).evaluate(np.append(w, b))
+    e = DCMILObjective(model._milopt.bags, model._milopt.meta["C"]).evaluate(np.append(w, b))
     return {"w": w, "b": b, "f": e.f, "f1": e.f1, "f2": e.f2}

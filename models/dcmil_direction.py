@@ -33,6 +33,7 @@ import scipy.sparse as sp
 from milopt.errors import InvalidParameterError
 from milopt.mil.dcmil import bundle_after
 from milopt.models._linear import add_linear_rows, var_list
+from milopt.models.info import MILModel
 from milopt.params import Float, Int, ParamSet
 
 PROBLEM_CLASS = "QP"
@@ -46,7 +47,7 @@ PARAMS = ParamSet(
 
 
 def build(bags=None, C: float = 1.0, iterations: int = 0, G1=None, alpha1=None, g2=None, alpha2: float = 0.0,
-          **unused) -> pe.ConcreteModel:
+          **unused) -> MILModel:
     """Build QP(I) from bundle data (``G1``, ``alpha1``, ``g2``) or, given ``bags``, from DCPCA's bundle.
 
     Parameters
@@ -83,7 +84,7 @@ def build(bags=None, C: float = 1.0, iterations: int = 0, G1=None, alpha1=None, 
     if not (np.all(np.isfinite(G1)) and np.all(np.isfinite(alpha1)) and np.all(np.isfinite(g2))):
         raise InvalidParameterError("dcmil-direction: bundle data must be finite")
 
-    m = pe.ConcreteModel(name="dcmil_direction")
+    m = MILModel(name="dcmil_direction")
     m.N = pe.RangeSet(0, n - 1)
     m.I = pe.RangeSet(0, k - 1)
     m.d = pe.Var(m.N, initialize=0.0)
@@ -93,14 +94,14 @@ def build(bags=None, C: float = 1.0, iterations: int = 0, G1=None, alpha1=None, 
     A = sp.csr_matrix(np.hstack([-(G1 - g2[None, :]), np.ones((k, 1))]))
     add_linear_rows(m, "cut", A, vars_, lb=-alpha1 + float(alpha2))
     m.obj = pe.Objective(expr=m.v + 0.5 * pe.quicksum(m.d[j] ** 2 for j in range(n)), sense=pe.minimize)
-    m._milopt_class = PROBLEM_CLASS
-    m._milopt_meta = {"n": n, "bundle": k}
+    m._milopt.problem_class = PROBLEM_CLASS
+    m._milopt.meta = {"n": n, "bundle": k}
     return m
 
 
 def decode(model) -> dict:
     """Direction d, predicted reduction v, and the objective v + ½‖d‖²."""
-    n = model._milopt_meta["n"]
+    n = model._milopt.meta["n"]
     d = np.array([pe.value(model.d[j], exception=False) or 0.0 for j in range(n)])
     v = float(pe.value(model.v, exception=False) or 0.0)
     return {"d": d, "v": v, "objective": v + 0.5 * float(d @ d), "norm_d": float(np.linalg.norm(d))}
