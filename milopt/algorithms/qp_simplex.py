@@ -31,6 +31,69 @@ from milopt.errors import InvalidParameterError
 __all__ = ["simplex_qp"]
 
 
+def _face_direction(Q, g, idx, tol):
+    """Step ``p`` (on the indices ``idx`` of the working set, summing to zero) towards the minimiser
+    of the objective over the face, and whether it is a ray to follow to the boundary; ``p`` is
+    None at the face's minimiser.  Z: an orthonormal basis of {sum p = 0} by a Householder
+    reflector; the reduced Hessian Z'QZ by Cholesky, or by eigen-decomposition when singular."""
+    p = None
+    ray = False
+    m_ = idx.size
+    # orthonormal basis of {sum p = 0} by a Householder reflector R = I - 2uu' (first
+    # column of R is the normalised ones vector): Z = R[:, 1:], Z'QZ in O(m^2)
+    u = -np.full(m_, 1.0 / math.sqrt(m_))
+    u[0] += 1.0
+    u /= np.linalg.norm(u)
+    Qf = Q[np.ix_(idx, idx)]
+    Qu = Qf @ u
+    uQu = float(u @ Qu)
+    M = Qf - 2.0 * np.outer(u, Qu) - 2.0 * np.outer(Qu, u) + 4.0 * uQu * np.outer(u, u)
+    H = 0.5 * (M[1:, 1:] + M[1:, 1:].T)
+    gi = g[idx]
+    r = (gi - 2.0 * u * float(u @ gi))[1:]
+
+    def Zmul(y):
+        yf = np.concatenate(([0.0], y))
+        return yf - 2.0 * u * float(u @ yf)
+
+    y = None
+    hd = float(np.abs(np.diag(H)).max(initial=0.0))
+    try:
+        L = np.linalg.cholesky(H)
+        if np.diag(L).min() ** 2 > 1e-9 * max(hd, 1e-300):
+            y = -np.linalg.solve(L.T, np.linalg.solve(L, r))
+    except np.linalg.LinAlgError:
+        y = None
+    if y is not None:
+        p = Zmul(y)
+        if np.abs(p).max() <= 1e-13:
+            p = None
+    else:
+        lam, V = np.linalg.eigh(H)
+        rv = V.T @ r
+        zero = lam <= 1e-10 * max(float(lam.max()), 1e-300)
+        gt = tol * max(1.0, float(np.abs(gi).max()))
+        if np.any(zero & (np.abs(rv) > gt)):
+            # zero curvature with negative slope: follow it to the boundary (the objective
+            # decreases linearly); after an index was added to a face with nonsingular
+            # reduced Hessian this direction has a positive component on the new index
+            p = Zmul(-(V[:, zero] @ rv[zero]))
+            ray = True
+        else:
+            p = Zmul(V[:, ~zero] @ (-rv[~zero] / lam[~zero]))
+            if np.abs(p).max() <= 1e-13:
+                p = None
+                if zero.any():
+                    # a face with singular reduced Hessian at its minimum: slide along a
+                    # null direction (objective constant) until an index leaves, to keep
+                    # the working set nondegenerate
+                    p = Zmul(V[:, np.flatnonzero(zero)[0]])
+                    if not np.any(p < -1e-15):
+                        p = -p
+                    ray = True
+    return p, ray
+
+
 def simplex_qp(Q, c, x0=None, tol: float = 1e-11, max_iter: int | None = None):
     r"""Minimise :math:`\tfrac12 x^\top Q x + c^\top x` over the unit simplex, exactly.
 
@@ -81,59 +144,7 @@ def simplex_qp(Q, c, x0=None, tol: float = 1e-11, max_iter: int | None = None):
         p = None
         ray = False
         if idx.size > 1:
-            m_ = idx.size
-            # orthonormal basis of {sum p = 0} by a Householder reflector R = I - 2uu' (first
-            # column of R is the normalised ones vector): Z = R[:, 1:], Z'QZ in O(m^2)
-            u = -np.full(m_, 1.0 / math.sqrt(m_))
-            u[0] += 1.0
-            u /= np.linalg.norm(u)
-            Qf = Q[np.ix_(idx, idx)]
-            Qu = Qf @ u
-            uQu = float(u @ Qu)
-            M = Qf - 2.0 * np.outer(u, Qu) - 2.0 * np.outer(Qu, u) + 4.0 * uQu * np.outer(u, u)
-            H = 0.5 * (M[1:, 1:] + M[1:, 1:].T)
-            gi = g[idx]
-            r = (gi - 2.0 * u * float(u @ gi))[1:]
-
-            def Zmul(y):
-                yf = np.concatenate(([0.0], y))
-                return yf - 2.0 * u * float(u @ yf)
-
-            y = None
-            hd = float(np.abs(np.diag(H)).max(initial=0.0))
-            try:
-                L = np.linalg.cholesky(H)
-                if np.diag(L).min() ** 2 > 1e-9 * max(hd, 1e-300):
-                    y = -np.linalg.solve(L.T, np.linalg.solve(L, r))
-            except np.linalg.LinAlgError:
-                y = None
-            if y is not None:
-                p = Zmul(y)
-                if np.abs(p).max() <= 1e-13:
-                    p = None
-            else:
-                lam, V = np.linalg.eigh(H)
-                rv = V.T @ r
-                zero = lam <= 1e-10 * max(float(lam.max()), 1e-300)
-                gt = tol * max(1.0, float(np.abs(gi).max()))
-                if np.any(zero & (np.abs(rv) > gt)):
-                    # zero curvature with negative slope: follow it to the boundary (the objective
-                    # decreases linearly); after an index was added to a face with nonsingular
-                    # reduced Hessian this direction has a positive component on the new index
-                    p = Zmul(-(V[:, zero] @ rv[zero]))
-                    ray = True
-                else:
-                    p = Zmul(V[:, ~zero] @ (-rv[~zero] / lam[~zero]))
-                    if np.abs(p).max() <= 1e-13:
-                        p = None
-                        if zero.any():
-                            # a face with singular reduced Hessian at its minimum: slide along a
-                            # null direction (objective constant) until an index leaves, to keep
-                            # the working set nondegenerate
-                            p = Zmul(V[:, np.flatnonzero(zero)[0]])
-                            if not np.any(p < -1e-15):
-                                p = -p
-                            ray = True
+            p, ray = _face_direction(Q, g, idx, tol)
         if p is not None:
             neg = p < -1e-15
             if not neg.any():

@@ -311,6 +311,21 @@ class DCPCARun:
     history: list = field(default_factory=list)
 
 
+def _line_search(obj: "DCMILObjective", ec: "_Eval", d, v: float, nd: float, m: float, eta: float, sigma: float,
+                 max_fev: int):
+    """Steps 5-15 of Algorithm 1 from t = 1: ``(evaluation at z + t d, t, 'serious' | 'null' | 'budget')``."""
+    t = 1.0
+    while True:
+        et = obj.evaluate(ec.z + t * d)
+        if et.f - ec.f <= m * t * v:           # step 6: descent test
+            return et, t, "serious"
+        if t * nd <= eta:                       # step 13 fails: null step
+            return et, t, "null"
+        if obj.nF >= max_fev:                   # budget spent inside the line search
+            return et, t, "budget"
+        t *= sigma                              # step 14
+
+
 def dcpca_iterate(obj: "DCMILObjective", z, *, theta: float, eta: float, m: float, sigma: float, eps: float,
                   max_fev: int, bundle_size: int, b2: str = "current", max_iter: int | None = None,
                   history: bool = True) -> DCPCARun:
@@ -363,21 +378,7 @@ def dcpca_iterate(obj: "DCMILObjective", z, *, theta: float, eta: float, m: floa
             rec["step"] = "budget"
             hist.append(rec)
             break
-        # steps 5-15: line search
-        t = 1.0
-        step = None
-        while True:
-            et = obj.evaluate(z + t * d)
-            if et.f - ec.f <= m * t * v:           # step 6: descent test
-                step = "serious"
-                break
-            if t * nd <= eta:                       # step 13 fails: null step
-                step = "null"
-                break
-            if obj.nF >= max_fev:                   # budget spent inside the line search
-                step = "budget"
-                break
-            t *= sigma                              # step 14
+        et, t, step = _line_search(obj, ec, d, v, nd, m, eta, sigma, max_fev)    # steps 5-15
         rec["t"] = t
         rec["step"] = step
         if step == "budget":
