@@ -30,6 +30,7 @@ import numpy as np
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.mil.dcmil import DCMILObjective, dcpca_iterate, resolve_budget, starting_point
+from milopt.params import parse_seconds
 
 __all__ = ["dcpca", "dca"]
 
@@ -142,6 +143,7 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
 
     if int(max_iter) < 1:
         raise InvalidParameterError(f"max_iter: expected at least 1, got {max_iter}")
+    time_limit = parse_seconds("time_limit", time_limit)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     obj = DCMILObjective(bags, C)
     z = starting_point(bags) if z0 is None else np.asarray(z0, dtype=float).copy()
