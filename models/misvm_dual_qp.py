@@ -145,16 +145,27 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
         rows = np.searchsorted(multi, ginv[~single])
         A = sp.csr_matrix((np.ones(rows.size), (rows, np.flatnonzero(~single))), shape=(multi.size, n))
         add_linear_rows(m, "cap", A, avars, lb=0.0, ub=caps[multi], index=multi.tolist())
+    _objective(m, form, bags.X[E] if kernel == "linear" else None, KE, y, avars)
+    m._milopt.problem_class = PROBLEM_CLASS
+    m._milopt.meta = {"E": E, "y": y, "groups": ginv, "caps": caps, "K": KE, "kernel": kernel, "gamma": gamma,
+                      "witnesses": witnesses, "slack": slack, "C": C, "class_weight": class_weight}
+    m._milopt.bags = bags
+    return m
+
+
+def _objective(m, form: str, XE, KE, y, avars) -> None:
+    """max Σα - ½ αᵀQα with Q = (y yᵀ) ∘ K_EE written as ``form`` (module docstring): ``matrix``
+    (the matrices kept by :func:`models._linear.add_quadratic_objective`), ``factor`` (u = Lᵀ(y∘α)
+    with K_EE = LLᵀ, L = X_E for the linear kernel (``XE``), else an eigen-factor) or ``dense``."""
+    n = y.size
     if form == "matrix":
-        # max Σα - ½ αᵀQα with Q = (y yᵀ) ∘ K_EE, held as matrices (models._linear.add_quadratic_objective)
         negQ = np.outer(-y, y)
         negQ *= KE                                   # -Q in one n x n array (no temporaries)
         add_quadratic_objective(m, "obj", avars, c=np.ones(n), Q=negQ, sense=pe.maximize)
-        quad = None
-    lin = pe.quicksum(avars) if form != "matrix" else None
+        return
     if form == "factor":
-        if kernel == "linear":
-            L = bags.X[E]
+        if XE is not None:
+            L = XE
         else:
             lam, U = np.linalg.eigh(KE)
             keep = lam > 1e-10 * max(lam.max(), 1e-300)
@@ -166,18 +177,12 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
         A = sp.hstack([sp.identity(r, format="csr"), sp.csr_matrix(-(L * y[:, None]).T)], format="csr")
         add_linear_rows(m, "factor", A, var_list(m.u, m.alpha), lb=0.0, ub=0.0)
         quad = 0.5 * pe.quicksum(m.u[k] ** 2 for k in range(r))
-    elif form == "dense":
+    else:
         Q = KE * np.outer(y, y)
         iu, ju = np.triu_indices(n)
         coef = np.where(iu == ju, 0.5, 1.0) * Q[iu, ju]
         quad = pe.quicksum(float(c) * avars[i] * avars[j] for c, i, j in zip(coef.tolist(), iu.tolist(), ju.tolist()))
-    if form != "matrix":
-        m.obj = pe.Objective(expr=lin - quad, sense=pe.maximize)
-    m._milopt.problem_class = PROBLEM_CLASS
-    m._milopt.meta = {"E": E, "y": y, "groups": ginv, "caps": caps, "K": KE, "kernel": kernel, "gamma": gamma,
-                      "witnesses": witnesses, "slack": slack, "C": C, "class_weight": class_weight}
-    m._milopt.bags = bags
-    return m
+    m.obj = pe.Objective(expr=pe.quicksum(avars) - quad, sense=pe.maximize)
 
 
 def decode(model) -> dict:
