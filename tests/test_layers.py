@@ -166,3 +166,14 @@ def test_dcpca_bundle_for_the_direction_model_is_dcpca_s():
     r = dcpca(bags, C=1.5, max_iter=4, theta=0.0, keep_bundle=True, history=False)
     for x, y in zip((G1, A1, g2), r.extra["bundle"]):
         np.testing.assert_array_equal(x, y)
+
+
+def test_every_package_is_installed():
+    """Each package folder (an ``__init__.py``) is in pyproject's package list, so that a
+    non-editable install has it."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(("milopt", *p.parent.relative_to(ROOT / "milopt").parts)).rstrip(".")
+             for p in (ROOT / "milopt").rglob("__init__.py")}
+    assert found - listed == set(), f"packages missing from pyproject.toml: {sorted(found - listed)}"
