@@ -76,7 +76,7 @@ from pyomo.common.gc_manager import PauseGC
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.mil.bigm import (hull_interior, incumbent, incumbent_bounds, known_bound, mildsvm_big_m,
-                             trivial_upper_bound, valid_big_m)
+                             valid_big_m)
 from milopt.models._linear import add_linear_rows, var_list
 from milopt.models.info import MILModel
 from milopt.models.info import info as model_info
