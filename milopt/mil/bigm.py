@@ -130,7 +130,8 @@ def _best_t(F, S, a, norm):
 
 def pair_diameter(bags: Bags, norm: str = "l2", mask=None) -> np.ndarray:
     r""":math:`D_i = \max_{j \in I} \lVert z_i - z_j \rVert` (2-norm, or the ∞-norm for l1) over the
-    instances j of i's bag (those in ``mask`` when given), shape (n_instances,); exact, by bag."""
+    instances j of i's bag (those in ``mask`` when given), shape (n_instances,); exact, by bag
+    (a duplicate of every other instance has :math:`D_i = 0`, not a rounding residue)."""
     X, ptr = bags.X, bags.bag_ptr
     out = np.zeros(bags.n_instances)
     keep = np.ones(bags.n_instances, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
@@ -141,8 +142,14 @@ def pair_diameter(bags: Bags, norm: str = "l2", mask=None) -> np.ndarray:
         if Zk.shape[0] == 0:
             continue
         if norm == "l2":
-            sq = (Z * Z).sum(1)[:, None] + (Zk * Zk).sum(1)[None, :] - 2.0 * Z @ Zk.T
-            out[s:e] = np.sqrt(np.maximum(sq.max(axis=1), 0.0))
+            # Gram expansion for the farthest j, then that distance from the difference itself
+            # (exact 0 for duplicates); the expansion's own value counts only above its rounding
+            zz, kk = (Z * Z).sum(1), (Zk * Zk).sum(1)
+            sq = zz[:, None] + kk[None, :] - 2.0 * Z @ Zk.T
+            far = sq.argmax(axis=1)
+            exact = np.linalg.norm(Z - Zk[far], axis=1)
+            err = 8.0 * np.finfo(float).eps * (zz + kk.max())
+            out[s:e] = np.maximum(exact, np.sqrt(np.maximum(sq[np.arange(Z.shape[0]), far] - err, 0.0)))
         else:
             out[s:e] = np.maximum(Z - Zk.min(axis=0), Zk.max(axis=0) - Z).max(axis=1)
     return out
