@@ -29,7 +29,8 @@ import pytest
 from milopt import models
 from milopt.data.bags import Bags
 from milopt.solvers import classify, installed, solve
-from milopt.solvers.export import _clean, export
+from milopt.io.names import clean_names
+from milopt.solvers import export
 
 pytestmark = [pytest.mark.highs, pytest.mark.scip, pytest.mark.ipopt]
 
@@ -112,12 +113,14 @@ def _scip_optimum(path) -> float:
 
 
 def _highs_optimum(path, model, cls) -> float:
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    from milopt.solvers.highs_backend import new_highs
+
+    h = new_highs()
     assert h.readModel(str(path)) == highspy.HighsStatus.kOk
     if cls in ("MIQP", "MIQCQP"):
         # HiGHS cannot solve MIQP: fix the integer columns at the in-memory optimum
-        values = {_clean(v.name): v.value for v in model.component_data_objects(ctype=_var(), active=True)}
+        vs = list(model.component_data_objects(ctype=_var(), active=True))
+        values = dict(zip(clean_names([v.name for v in vs], "C"), (v.value for v in vs)))
         lp = h.getLp()
         for j, (nm, t) in enumerate(zip(lp.col_names_, lp.integrality_)):
             if t != highspy.HighsVarType.kContinuous:
