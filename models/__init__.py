@@ -156,6 +156,14 @@ class Formulation:
         """``build_model`` with already validated parameters; the model records its formulation
         (``ModelInfo.formulation``; the attribute ``_milopt_formulation`` on a plain Pyomo model)."""
         model = self.build_model(bags, **typed)
+        rec = getattr(model, "__dict__", {}).get("_milopt")
+        if rec is not None:           # a MILModel: its ModelInfo, the class from the declaration when unset
+            rec.formulation = self.name
+            if rec.problem_class is None:
+                pc = self.problem_class(**typed)
+                if pc is not None:
+                    rec.problem_class, rec.features = pc[0], tuple(rec.features or pc[1])
+            return model
         try:
             model._milopt_formulation = self.name
         except AttributeError:  # pragma: no cover - a builder returning something else

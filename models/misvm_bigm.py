@@ -84,8 +84,6 @@ from milopt.numerics import bag_costs, misvm_objective
 from milopt.params import FALSE, TRUE, Bool, Choice, Float, ParamSet, Str, parse_bool
 from milopt.segments import segment_argmax, segment_max
 
-PROBLEM_CLASS = "MIQP"
-
 #: keys accepted from the command line (milopt.params)
 PARAMS = ParamSet(
     C=Float(1.0, "misclassification cost", gt=0),
@@ -295,8 +293,8 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", upp
     has_z = p.zrows.size > 0
     _objective(m, p.costs, d, B, p.norm)
     info = m._milopt
-    info.problem_class = ("MILP" if has_z else "LP") if p.norm == "l1" else (PROBLEM_CLASS if has_z else "QP")
-    info.features = {"sos1": ("SOS",), "indicator": ("INDICATOR",)}.get(p.disjunction, ()) if has_z else ()
+    cls, feats = problem_class(p.norm, p.disjunction)
+    info.problem_class, info.features = (cls, feats) if has_z else (cls[2:], ())   # no binaries: QP / LP
     inc = p.incumbent
     info.meta = {"big_m": p.big_m, "costs": p.costs, "n_features": d, "instances": bags.n_instances,
                  "norm": p.norm, "disjunction": p.disjunction, "C": float(C), "class_weight": class_weight,

@@ -67,8 +67,6 @@ from milopt.numerics import bag_costs
 from milopt.params import Bool, Choice, Float, ParamSet, parse_bool
 from milopt.segments import segment_argmax, segment_max
 
-PROBLEM_CLASS = "MIQCQP"
-
 #: keys accepted from the command line (milopt.params)
 PARAMS = ParamSet(
     C=Float(1.0, "misclassification cost", gt=0),
@@ -128,13 +126,13 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", perspective: bool 
     if p.perspective:
         _perspective(m, bags, p, cols)
         m.obj = pe.Objective(expr=m.tau + xi_term, sense=pe.minimize)
-        cls = "MIQCQP" if p.J.size else "QCQP"
+        cls = problem_class(True)[0]
     else:
         _box(m, p, cols, d)
         m.obj = pe.Objective(expr=0.5 * pe.quicksum(m.w[q] ** 2 for q in range(d)) + xi_term, sense=pe.minimize)
-        cls = "MIQP" if p.J.size else "QP"
+        cls = problem_class(False)[0]
     info = m._milopt
-    info.problem_class = cls
+    info.problem_class = cls if p.J.size else cls[2:]    # no disjunction: QCQP / QP
     inc, bnd = p.incumbent, p.bounds
     info.meta = {"costs": p.costs, "n_features": d, "instances": bags.n_instances, "C": float(C),
                  "class_weight": class_weight, "perspective": p.perspective, "upper_bound": p.F, "bounds": bnd,

@@ -135,9 +135,7 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
         solver="dca+<backend>", problem_class="native"; ``extra`` as :func:`dcpca` plus
         ``subproblems`` and ``solver_seconds``.
     """
-    from milopt import models
-
-    mod = models.get("dcmil-dca")
+    from milopt.models import formulation
     from milopt.solvers import solve
     from milopt.solvers.result import Termination, native
 
@@ -150,6 +148,7 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
     ec = obj.evaluate(z)
     f0 = ec.f
     g2 = obj.subgradient2(ec)
+    mod = formulation("dcmil-dca")
     model = mod.build(bags, C=obj.C, g2=g2, z0=z)
     hist = []
     term = Termination.ITERATION_LIMIT
