@@ -224,7 +224,10 @@ def misvm_alternate(K, bags, C=1.0, class_weight="kent-yu", slack="bag", init="c
     Returns
     -------
     dict: alpha (n,), b, y (±1 per instance), witnesses (row per positive bag), objective,
-    history (list of dicts per alternation over all starts), iterations, best_start, converged.
+    history (list of dicts per alternation over all starts), iterations, best_start, converged,
+    termination (of the kept start): ``converged`` (the witnesses stopped changing: a fixed point
+    of the alternation), ``early_stopped`` (an inexact subproblem raised the objective; the
+    previous iterate is kept) or ``iteration_limit`` (``max_iter``).
     """
     from threadpoolctl import threadpool_limits
 
@@ -281,6 +284,7 @@ def _misvm_alternate(K, bags, C, class_weight, slack, init, restarts, max_iter, 
         sub.start(act)
         prev = None
         converged = False
+        term = "iteration_limit"
         for t in range(max_iter):
             alpha, b, f, P, norm2, info = sub.solve()
             Phi = objective_from_scores(bags, f, 0.5 * norm2, C, class_weight, slack)
@@ -288,6 +292,7 @@ def _misvm_alternate(K, bags, C, class_weight, slack, init, restarts, max_iter, 
                 # an inexact subproblem made things worse: keep the previous iterate and stop
                 history.append({"start": r, "iteration": t, "objective": P, "accepted": False,
                                 "changed": 0, "solver_iterations": info["iterations"]})
+                term = "early_stopped"
                 break
             new = next_witnesses(f, ptr, pos_bags, wit)
             changed = new != wit
@@ -298,12 +303,14 @@ def _misvm_alternate(K, bags, C, class_weight, slack, init, restarts, max_iter, 
             prev = {"objective": P, "alpha": alpha.copy(), "b": b, "witnesses": wit.copy()}
             if not changed.any():
                 converged = True
+                term = "converged"
                 break
             sub.move(wit[changed], new[changed])
             wit = new
         if best is None or prev["objective"] < best["objective"]:
-            best = dict(prev, start=r, converged=converged)
+            best = dict(prev, start=r, converged=converged, termination=term)
     return {"alpha": best["alpha"], "b": best["b"], "y": y, "witnesses": best["witnesses"],
             "objective": best["objective"], "history": history, "best_start": best["start"],
-            "converged": best["converged"], "iterations": len(history), "seconds": time.perf_counter() - t0,
+            "converged": best["converged"], "termination": best["termination"], "iterations": len(history),
+            "seconds": time.perf_counter() - t0,
             "pos_bags": pos_bags, "solver": solver}
