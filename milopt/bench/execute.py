@@ -192,7 +192,9 @@ def _run_isolated(task: dict) -> dict:
             outcome, error = "ok", ""
         else:
             et = payload.get("error_type", "Error")
-            outcome = "unsupported" if et == "UnsupportedProblemError" else "error"
+            # a solver that cannot take the problem (its class, or past its licence's size limit)
+            # was not an attempt: the report counts it apart and charges it nothing
+            outcome = "unsupported" if et in ("UnsupportedProblemError", "LicenceLimitError") else "error"
             error = f"{et}: {payload.get('error', '')}"
         return make_row(task, payload.get("result") if payload and payload.get("ok") else None, outcome, error,
                         run_seconds)
