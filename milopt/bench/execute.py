@@ -44,7 +44,6 @@ COLUMNS = [
     "gap_limit", "verified", "max_violation", "objective_recomputed", "verify_note",
 ]
 
-OUTCOMES = ("ok", "killed", "error", "unsupported")
 _FIT_STANDARD = {"bag_accuracy", "bag_auc", "bag_f1", "bag_balanced_accuracy", "fit_seconds", "objective",
                  "bound", "gap", "termination", "status", "iterations", "nodes", "fold", "train_bags",
                  "test_bags", "predict_seconds", "solver", "solver_version"}
