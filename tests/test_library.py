@@ -241,7 +241,7 @@ def test_report_skips_a_row_cut_mid_write(tmp_path):
 def test_merge_runs_from_two_machines_and_external_results(tmp_path, capsys):
     from milopt.bench.library import build
     from milopt.solvers import solve
-    from milopt.solvers.export import _clean, extract
+    from milopt.solvers.extract import extract
 
     name = "misvm-bigm.l1.musk1-b8"
     a = _rows(instance=[name], contender=["highs"], objective=[1.677717088], time=[2.0])

@@ -3,7 +3,7 @@ r"""Verification of a solver's answer against the model, and against the best kn
 A benchmark result counts as solved only when it is verified (docs/library.md):
 
 1. **Feasibility** of the returned point :math:`x` in the model's matrix form
-   (``milopt.solvers.export.extract``: :math:`\ell \le Ax \le u`, :math:`l \le x \le h`,
+   (``milopt.solvers.extract.extract``: :math:`\ell \le Ax \le u`, :math:`l \le x \le h`,
    :math:`x_j \in \mathbb{Z}` for integer columns).  A violation counts when it exceeds
    ``FEAS_TOL`` = 1e-6 relative to :math:`\max(1, |\text{bound}|)` -- the convention of
    SCIP's and HiGHS's primal feasibility tolerance.  SOS1 and indicator constraints are
@@ -178,7 +178,7 @@ def verify_pyomo(model, objective: float | None) -> dict:
 def verify_model(model, objective: float | None) -> dict:
     """Verify the values currently held by a solved Pyomo ``model`` (see :func:`check_point`);
     models with nonlinear constraints are checked by :func:`verify_pyomo`."""
-    from milopt.solvers.export import extract
+    from milopt.solvers.extract import extract
 
     try:
         mf = extract(model)
@@ -230,7 +230,7 @@ def verify_sol_file(model, sol_path, objective: float | None) -> dict:
     ``zeta_12_``...; punctuation-insensitive); a column missing from the file is taken as 0
     (the MIPLIB convention).  An unknown name is an error.
     """
-    from milopt.solvers.export import extract
+    from milopt.solvers.extract import extract
 
     vals = read_sol(sol_path)
     mf = extract(model)

@@ -368,11 +368,3 @@ BACKEND = Backend(
     limits="PyPI wheel = Community Edition: <= 1,000 variables and <= 1,000 constraints",
     trajectory=True, warm_start=True, threads=True)
 
-
-def _register():
-    from milopt.solvers.driver import register_backend
-
-    register_backend(BACKEND)
-
-
-_register()

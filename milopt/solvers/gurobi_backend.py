@@ -320,11 +320,3 @@ BACKEND = Backend(
            "<= 200 variables when quadratic",
     trajectory=True, warm_start=True, threads=True)
 
-
-def _register():
-    from milopt.solvers.driver import register_backend
-
-    register_backend(BACKEND)
-
-
-_register()

@@ -362,11 +362,3 @@ BACKEND = Backend(
     limits="PyPI wheel = Community licence: rows + columns <= 5,000; <= 200 when quadratic",
     trajectory=True, warm_start=True, threads=True)
 
-
-def _register():
-    from milopt.solvers.driver import register_backend
-
-    register_backend(BACKEND)
-
-
-_register()
