@@ -360,3 +360,48 @@ def test_end_to_end_misvm_bigm_against_bnb(backend):
         pytest.skip(f"{backend.name}: the instance is over the free edition's limit ({r.extra.get('error')})")
     assert r.termination == Termination.OPTIMAL, r.extra
     assert r.objective == pytest.approx(ref.objective, rel=1e-5, abs=1e-6)
+
+
+def test_on_incumbent_receives_each_improving_point(backend):
+    mf = market_split(m=4, n=24, seed=2)
+    seen = []
+    r = run(backend, mf, time_limit=1.0, threads=1, on_incumbent=lambda t, v, x: seen.append((t, v, x)))
+    assert seen and [(t, v) for t, v, _ in seen] == r.trajectory[:len(seen)]
+    for t, v, x in seen:
+        assert x.shape == (mf.n_cols,)
+        assert mf.objective_value(x) == pytest.approx(v, abs=1e-6)
+        assert max(mf.violation(x).values()) <= 1e-6
+
+
+def nonconvex_form():
+    """max x + y s.t. xy <= 1 (a non-convex row) and x, y in [0, 4]: x = 4, y = 1/4 (or swapped)."""
+    row = QuadRow("hyperbola", np.zeros(0, dtype=np.int64), np.zeros(0), np.array([0]), np.array([1]),
+                  np.array([1.0]), lb=-INF, ub=1.0)
+    return form([1, 1], None, [], [], [0, 0], [4, 4], sense=-1, qrows=[row])
+
+
+def test_nonconvex_quadratic_row(backend):
+    r = run(backend, nonconvex_form())
+    if backend.name == "cplex":  # CPLEX takes convex rows and cones only: one line saying so
+        assert r.termination == Termination.ERROR and "\n" not in r.status_text
+        assert "convex" in r.status_text and "gurobi" in r.status_text
+        return
+    assert r.termination == Termination.OPTIMAL, r.status_text
+    assert r.objective == pytest.approx(4.25, abs=1e-5)
+
+
+def test_nonconvex_objective_solved_globally(backend):
+    """max xy s.t. x + y <= 3, x, y in [0, 4] (an indefinite Hessian): 2.25 at x = y = 1.5."""
+    Q = np.array([[0.0, 1.0], [1.0, 0.0]])
+    mf = form([0, 0], [[1, 1]], [-INF], [3.0], [0, 0], [4, 4], Q=Q, sense=-1)
+    r = run(backend, mf)
+    assert r.termination == Termination.OPTIMAL, r.status_text
+    assert r.objective == pytest.approx(2.25, abs=1e-5)
+    np.testing.assert_allclose(r.x, [1.5, 1.5], atol=1e-4)
+
+
+def test_time_limit_counts_the_build(backend):
+    mf = market_split()
+    r = run(backend, mf, time_limit=0.5, threads=1)
+    assert r.termination == Termination.TIME_LIMIT
+    assert r.extra["build_seconds"] + r.extra["solve_seconds"] < 0.5 + 1.0

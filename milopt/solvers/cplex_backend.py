@@ -149,7 +149,7 @@ def _probe_community() -> bool:
 
 def _limit_message(mf) -> str:
     cols, rows = native_size(mf)
-    return licence_message("cplex", "CPLEX Community Edition",
+    return licence_message("cplex", "CPLEX Community Edition (a size-limited free licence)",
                            f"{COMMUNITY_VARIABLES:,} variables and {COMMUNITY_CONSTRAINTS:,} constraints",
                            {"variables": cols, "constraints": rows}, FULL_LICENCE)
 
@@ -173,7 +173,7 @@ class _Candidates:
 
     def invoke(self, context):
         if context.in_candidate() and context.is_candidate_point():
-            self.incumbents.add(context.get_candidate_objective())
+            self.incumbents.add(context.get_candidate_objective(), context.get_candidate_point)
 
 
 def _set_param(c, name: str, value) -> None:
@@ -296,7 +296,7 @@ def _optimize(c, dl: Deadline) -> None:
 def solve_matrix(mf, opts) -> RawResult:
     """Solve ``mf`` with CPLEX (see the module docstring); never raises for a solver failure."""
     dl = Deadline(opts.time_limit)
-    incumbents = Incumbents(int(mf.sense), dl.t0)
+    incumbents = Incumbents(int(mf.sense), dl.t0, opts.on_incumbent)
     import cplex
     from cplex.exceptions import CplexError, CplexSolverError
 
@@ -305,6 +305,7 @@ def solve_matrix(mf, opts) -> RawResult:
         try:
             _quiet(c, bool(opts.verbose))
             extra = _build(c, mf, opts, incumbents)
+            extra["build_seconds"] = dl.elapsed()
             try:
                 _optimize(c, dl)
             except CplexSolverError as exc:
@@ -315,6 +316,7 @@ def solve_matrix(mf, opts) -> RawResult:
                     _optimize(c, dl)
                 else:
                     raise
+            extra["solve_seconds"] = dl.elapsed() - extra["build_seconds"]
             return _result(c, mf, extra, incumbents)
         except CplexSolverError as exc:
             code = _code(exc)
@@ -357,7 +359,7 @@ def _result(c, mf, extra: dict, incumbents: Incumbents) -> RawResult:
         pass
     extra.update(status_code=status, problem_type=c.problem_type[ptype])
     return RawResult(termination=term, x=x, objective=obj, bound=bound, iterations=iters, nodes=nodes,
-                     status_text=sol.get_status_string(), trajectory=incumbents.finish(obj, has), extra=extra)
+                     status_text=sol.get_status_string(), trajectory=incumbents.finish(obj, has, x), extra=extra)
 
 
 BACKEND = Backend(

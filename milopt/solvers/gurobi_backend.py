@@ -226,13 +226,15 @@ def _build(m, mf, opts, incumbents):
 def solve_matrix(mf, opts) -> RawResult:
     """Solve ``mf`` with Gurobi (see the module docstring); never raises for a solver failure."""
     dl = Deadline(opts.time_limit)
-    incumbents = Incumbents(int(mf.sense), dl.t0)
+    incumbents = Incumbents(int(mf.sense), dl.t0, opts.on_incumbent)
     import gurobipy as gp
     from gurobipy import GRB
 
+    xvar = []  # the columns, once built
+
     def callback(model, where):
         if where == GRB.Callback.MIPSOL:
-            incumbents.add(model.cbGet(GRB.Callback.MIPSOL_OBJ))
+            incumbents.add(model.cbGet(GRB.Callback.MIPSOL_OBJ), lambda: model.cbGetSolution(xvar[0]))
 
     with quiet_output():
         env = m = None
@@ -240,10 +242,13 @@ def solve_matrix(mf, opts) -> RawResult:
             env = _env(bool(opts.verbose))
             m = gp.Model(env=env)
             x, extra = _build(m, mf, opts, incumbents)
+            xvar.append(x)
             left = dl.remaining()
             if left is not None:
                 m.Params.TimeLimit = left
+            extra["build_seconds"] = dl.elapsed()
             m.optimize(callback)
+            extra["solve_seconds"] = dl.elapsed() - extra["build_seconds"]
             return _result(m, x, extra, incumbents)
         except gp.GurobiError as exc:
             errno = getattr(exc, "errno", None)
@@ -307,7 +312,7 @@ def _result(m, x, extra, incumbents) -> RawResult:
     nodes = nodes if mip else None
     extra.update(status_code=status)
     return RawResult(termination=term, x=xv, objective=obj, bound=bound, iterations=iters, nodes=nodes,
-                     status_text=_status_name(status), trajectory=incumbents.finish(obj, has), extra=extra)
+                     status_text=_status_name(status), trajectory=incumbents.finish(obj, has, xv), extra=extra)
 
 
 BACKEND = Backend(

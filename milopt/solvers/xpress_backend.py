@@ -272,11 +272,11 @@ def _priorities(p, mf) -> None:
 def solve_matrix(mf, opts) -> RawResult:
     """Solve ``mf`` with Xpress (see the module docstring); never raises for a solver failure."""
     dl = Deadline(opts.time_limit)
-    incumbents = Incumbents(int(mf.sense), dl.t0)
+    incumbents = Incumbents(int(mf.sense), dl.t0, opts.on_incumbent)
     xp = _xpress()
 
     def on_intsol(prob, data):
-        incumbents.add(prob.attributes.mipobjval)
+        incumbents.add(prob.attributes.mipobjval, prob.getCallbackSolution)
 
     with quiet_output():
         try:
@@ -309,7 +309,9 @@ def solve_matrix(mf, opts) -> RawResult:
             left = dl.remaining()
             if left is not None:
                 p.controls.timelimit = left
+            extra["build_seconds"] = dl.elapsed()
             solvestatus, solstatus = p.optimize()
+            extra["solve_seconds"] = dl.elapsed() - extra["build_seconds"]
             return _result(p, mf, int(solvestatus), int(solstatus), extra, incumbents)
         except (xp.SolverError, xp.ModelError, xp.InterfaceError) as exc:
             if _is_size_error(exc):
@@ -350,7 +352,7 @@ def _result(p, mf, solvestatus: int, solstatus: int, extra: dict, incumbents) ->
     extra.update(solvestatus=solvestatus, solstatus=solstatus, stopstatus=stop, optimizetypeused=used)
     text = f"{how}; solstatus {solstatus}; stopstatus {stop}"
     return RawResult(termination=term, x=x, objective=obj, bound=bound, iterations=iters, nodes=nodes,
-                     status_text=text, trajectory=incumbents.finish(obj, has), extra=extra)
+                     status_text=text, trajectory=incumbents.finish(obj, has, x), extra=extra)
 
 
 BACKEND = Backend(
