@@ -196,12 +196,14 @@ def _n(v: int) -> str:
     return f"{int(v):,}"
 
 
-def licence_message(solver: str, edition: str, limit: str, need: dict, fix: str) -> str:
-    """One line: ``"<solver>: <edition> takes at most <limit>; this instance has <need>; <fix>"``.
+def licence_message(solver: str, edition: str, limit: str, need: dict, fix: str, *, quadratic: bool = False) -> str:
+    """One line: ``"<solver>: the installed <edition> takes at most <limit>; this instance has
+    <need>[ and is quadratic]; <fix>"``.
 
     ``need`` maps a count's name to its value (``{"variables": 1286, "constraints": 6637}``)."""
-    have = ", ".join(f"{_n(v)} {k}" for k, v in need.items())
-    return f"{solver}: the installed {edition} takes at most {limit}; this instance has {have}; {fix}"
+    have = " and ".join(f"{_n(v)} {k[:-1] if v == 1 and k.endswith('s') else k}" for k, v in need.items())
+    return (f"{solver}: the installed {edition} takes at most {limit}; this instance has {have}"
+            f"{' and is quadratic' if quadratic else ''}; {fix}")
 
 
 def error_result(message: str, *, licence: bool = False, trajectory=None) -> RawResult:
