@@ -405,3 +405,32 @@ def test_time_limit_counts_the_build(backend):
     r = run(backend, mf, time_limit=0.5, threads=1)
     assert r.termination == Termination.TIME_LIMIT
     assert r.extra["build_seconds"] + r.extra["solve_seconds"] < 0.5 + 1.0
+
+
+def test_ctrl_c_stops_the_solve_not_the_process(backend):
+    """SIGINT during the solve ends it as ``interrupted`` with the incumbent (Xpress alone would
+    let the signal kill the process: its backend handles it)."""
+    import os
+    import signal
+    import threading
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT is not handled by Python here")
+    timers = []
+
+    def first_incumbent(t, v, x):  # the solver is running: press Ctrl-C shortly after
+        if not timers:
+            timers.append(threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)))
+            timers[0].start()
+
+    t0 = time.perf_counter()
+    try:
+        r = run(backend, market_split(), time_limit=30.0, threads=1, on_incumbent=first_incumbent)
+    except KeyboardInterrupt:
+        pytest.fail(f"{backend.name}: Ctrl-C raised KeyboardInterrupt out of the solve")
+    finally:
+        for t in timers:
+            t.join()
+    assert timers and r.termination == Termination.INTERRUPTED, r.status_text
+    assert time.perf_counter() - t0 < 15.0
+    assert r.x is not None and r.objective is not None
