@@ -7,6 +7,7 @@ Usage::
     python benchmarks/commercial_backends.py --overhead   # licence probe, first and later tiny solves
     python benchmarks/commercial_backends.py --compare    # market split and MI-SVM (big-M) per solver
     python benchmarks/commercial_backends.py --status-tables   # the declared status maps as Markdown
+    python benchmarks/commercial_backends.py --ctrlc-cost      # Xpress: a solve to optimality without / with the Ctrl-C callback
     python benchmarks/commercial_backends.py              # all three
 
 The limits are measured by handing each solver, through its backend's ``solve_matrix`` (no
@@ -229,17 +230,48 @@ def compare(limit: float, threads: int) -> None:
             _row(name, f"misvm-bigm kent-yu {bags_n} bags", r, wall, r.extra.get("trajectory", []))
 
 
+def ctrlc_cost(threads: int = 2, repeat: int = 2) -> None:
+    """Xpress solving a 3 x 24 market split to optimality without and with the backend's Ctrl-C
+    callback (callbacks on the main thread, a check-time callback): nodes and wall time."""
+    if backend("xpress") is None:
+        return
+    xb = importlib.import_module(MODULES["xpress"])
+    mf = market_split(3, 24, 0)
+    print("| run | Ctrl-C callback | termination | objective | nodes | wall s |")
+    print("|---|---|---|---|---|---|")
+    for rep in range(repeat):
+        for with_cb in (False, True):
+            p = xb._problem()
+            p.controls.outputlog = 0
+            xb._load(p, mf)
+            c = xb._CtrlC()
+            if with_cb:
+                c.attach(p)
+            p.controls.timelimit = 120
+            p.controls.threads = threads
+            t0 = time.perf_counter()
+            _, sol = p.optimize()
+            wall = time.perf_counter() - t0
+            c.restore()
+            print(f"| {rep + 1} | {'with' if with_cb else 'without'} | {'optimal' if int(sol) == 1 else int(sol)} "
+                  f"| {p.attributes.objval:.6g} | {int(p.attributes.nodes):,} | {wall:.2f} |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--limits", action="store_true")
     ap.add_argument("--overhead", action="store_true")
     ap.add_argument("--compare", action="store_true")
     ap.add_argument("--status-tables", action="store_true")
+    ap.add_argument("--ctrlc-cost", action="store_true", help="Xpress to optimality without / with the Ctrl-C callback")
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
     if a.status_tables:
         status_tables()
+        return 0
+    if a.ctrlc_cost:
+        ctrlc_cost()
         return 0
     every = not (a.limits or a.overhead or a.compare)
     if a.limits or every:

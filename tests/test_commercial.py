@@ -434,3 +434,17 @@ def test_ctrl_c_stops_the_solve_not_the_process(backend):
     assert timers and r.termination == Termination.INTERRUPTED, r.status_text
     assert time.perf_counter() - t0 < 15.0
     assert r.x is not None and r.objective is not None
+
+
+def test_binaries_fixed_by_their_bounds_stay_fixed(backend):
+    mf, _ = knapsack(n=10)
+    r = run(backend, mf, mip_gap=0.0)
+    on, off = np.flatnonzero(r.x > 0.5), np.flatnonzero(r.x < 0.5)
+    mf.col_lb[off[0]] = mf.col_ub[off[0]] = 1.0  # force an item the optimum leaves out
+    mf.col_lb[on[0]] = mf.col_ub[on[0]] = 0.0    # and drop one it takes
+    X = np.array(list(itertools.product([0, 1], repeat=10)), dtype=float)
+    ok = (X @ mf.A.toarray()[0] <= mf.row_ub[0]) & (X[:, off[0]] == 1) & (X[:, on[0]] == 0)
+    best = float(np.max(X[ok] @ mf.c)) + mf.c0
+    r2 = run(backend, mf, mip_gap=0.0)
+    assert r2.x[off[0]] == pytest.approx(1.0) and r2.x[on[0]] == pytest.approx(0.0)
+    assert r2.objective == pytest.approx(best, abs=1e-6)

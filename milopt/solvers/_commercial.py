@@ -88,9 +88,11 @@ def start_pairs(x0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def integer_codes(mf) -> np.ndarray:
-    """Per column ``'B'`` (integer within [0, 1]), ``'I'`` (other integer) or ``'C'``."""
+    """Per column ``'B'`` (integer with bounds exactly [0, 1]), ``'I'`` (other integer, including
+    a 0/1 column fixed by its bounds, so that no solver's treatment of the binary type can
+    widen them) or ``'C'``."""
     integ = np.asarray(mf.integrality, dtype=bool)
-    binary = integ & (mf.col_lb >= 0) & (mf.col_ub <= 1)
+    binary = integ & (np.asarray(mf.col_lb) == 0) & (np.asarray(mf.col_ub) == 1)
     return np.where(binary, "B", np.where(integ, "I", "C"))
 
 
