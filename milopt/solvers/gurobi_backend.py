@@ -130,8 +130,7 @@ def _over(mf) -> str | None:
     limit = (f"{RESTRICTED_VARIABLES:,} variables and {RESTRICTED_CONSTRAINTS:,} constraints "
              f"({RESTRICTED_QUADRATIC_VARIABLES} variables when quadratic)")
     need = {"variables": cols, "constraints": rows}
-    return licence_message("gurobi", "size-limited Gurobi licence", limit, need,
-                           ("a quadratic model; " if quad else "") + FULL_LICENCE)
+    return licence_message("gurobi", "size-limited Gurobi licence", limit, need, FULL_LICENCE, quadratic=quad)
 
 
 def skip(mf, opts) -> tuple[bool, str]:
