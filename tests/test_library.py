@@ -255,9 +255,12 @@ def test_merge_runs_from_two_machines_and_external_results(tmp_path, capsys):
     model = build(get_instance(name))[0]
     res = solve(model, "highs", time_limit=60, mip_gap=1e-9)
     mf = extract(model)
-    good = "\n".join(f"{_clean(n)} {v.value!r}" for n, v in zip(mf.col_names, mf.variables))
+    from milopt.io.names import clean_names
+
+    written = clean_names(mf.col_names, "C")  # the names in milopt's files
+    good = "\n".join(f"{n} {v.value!r}" for n, v in zip(written, mf.variables))
     (tmp_path / "good.sol").write_text(f"=obj= {res.objective}\n{good}\n")
-    bad = good.replace(f"{_clean(mf.col_names[-1])} ", f"{_clean(mf.col_names[-1])} 0.5 #", 1)
+    bad = good.replace(f"{written[-1]} ", f"{written[-1]} 0.5 #", 1)
     (tmp_path / "bad.sol").write_text(bad + "\n")
     ext = tmp_path / "ext.csv"
     ext.write_text("instance,solver,status,time,objective,bound,sol\n"
