@@ -8,6 +8,7 @@ Usage::
     python benchmarks/commercial_backends.py --compare    # market split and MI-SVM (big-M) per solver
     python benchmarks/commercial_backends.py --status-tables   # the declared status maps as Markdown
     python benchmarks/commercial_backends.py --ctrlc-cost      # Xpress: a solve to optimality without / with the Ctrl-C callback
+    python benchmarks/commercial_backends.py --accuracy        # a random MIQP (the tests' seed 1) and its fixed-integer QP
     python benchmarks/commercial_backends.py              # all three
 
 The limits are measured by handing each solver, through its backend's ``solve_matrix`` (no
@@ -257,12 +258,45 @@ def ctrlc_cost(threads: int = 2, repeat: int = 2) -> None:
                   f"| {p.attributes.objval:.6g} | {int(p.attributes.nodes):,} | {wall:.2f} |")
 
 
+def accuracy(seed: int = 1) -> None:
+    """The random MIQP of ``tests/test_commercial.py`` (seed 1) with a 1e-9 gap per solver, then
+    the QP with its integers fixed at the optimum: objective and bound."""
+    import importlib.util
+    from dataclasses import replace
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tests" / "test_commercial.py"
+    spec = importlib.util.spec_from_file_location("_test_commercial", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mf = mod.random_mixed_form(seed)
+    from milopt.solvers import scip_backend
+
+    print("| solver | MIQP objective | MIQP bound | QP with the integers fixed |")
+    print("|---|---|---|---|")
+    ref = scip_backend.solve_matrix(mf, SolveOptions(time_limit=60, mip_gap=1e-9))
+    integ = np.asarray(mf.integrality, dtype=bool)
+    lb, ub = mf.col_lb.copy(), mf.col_ub.copy()
+    lb[integ] = ub[integ] = np.round(ref.x[integ])
+    qp = replace(mf, col_lb=lb, col_ub=ub, integrality=np.zeros(mf.n_cols, dtype=bool), priority=None)
+    rq = scip_backend.solve_matrix(qp, SolveOptions(time_limit=60))
+    print(f"| scip | {ref.objective:.9f} | {ref.bound:.9f} | {rq.objective:.9f} |")
+    for name in MODULES:
+        b = backend(name)
+        if b is None:
+            continue
+        r = b.solve_matrix(mf, SolveOptions(time_limit=60, mip_gap=1e-9))
+        rq = b.solve_matrix(qp, SolveOptions(time_limit=60))
+        print(f"| {name} | {r.objective:.9f} | {r.bound:.9f} | {rq.objective:.9f} |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--limits", action="store_true")
     ap.add_argument("--overhead", action="store_true")
     ap.add_argument("--compare", action="store_true")
     ap.add_argument("--status-tables", action="store_true")
+    ap.add_argument("--accuracy", action="store_true", help="a random MIQP and its fixed-integer QP per solver")
     ap.add_argument("--ctrlc-cost", action="store_true", help="Xpress to optimality without / with the Ctrl-C callback")
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--threads", type=int, default=1)
@@ -272,6 +306,9 @@ def main(argv=None) -> int:
         return 0
     if a.ctrlc_cost:
         ctrlc_cost()
+        return 0
+    if a.accuracy:
+        accuracy()
         return 0
     every = not (a.limits or a.overhead or a.compare)
     if a.limits or every:
