@@ -149,7 +149,7 @@ def _inf(v, big):
     return np.where(np.isfinite(v), v, np.sign(v) * big)
 
 
-def _build(m, mf, opts, incumbents):
+def _build(m, mf, opts):
     import gurobipy as gp
     from gurobipy import GRB
 
@@ -240,7 +240,7 @@ def solve_matrix(mf, opts) -> RawResult:
         try:
             env = _env(bool(opts.verbose))
             m = gp.Model(env=env)
-            x, extra = _build(m, mf, opts, incumbents)
+            x, extra = _build(m, mf, opts)
             xvar.append(x)
             left = dl.remaining()
             if left is not None:
