@@ -267,7 +267,8 @@ def test_l1_and_sos1_variants_equal_brute_force_minimum():
 
 def test_l1_big_m_is_valid_and_tight():
     """L1 big-M: F0 · max_j ||z_i - z_j||_inf, never below the violation a non-witness needs."""
-    from milopt.models.misvm_bigm import bag_costs, linf_spread, trivial_upper_bound, valid_big_m
+    from milopt.mil.bigm import linf_spread, trivial_upper_bound, valid_big_m
+    from milopt.numerics import bag_costs
 
     bags = tiny_bags(2)
     costs = bag_costs(bags, 1.0)

@@ -166,9 +166,10 @@ AUTO_PREFERENCE = {"LP": ["highs", "scip"], "MILP": ["highs", "scip"], "QP": ["h
 
 
 def check_time_limit(time_limit) -> None:
-    """Refuse a time limit that is not a positive number of seconds (the one place this is checked)."""
-    if time_limit is not None and not (time_limit > 0):
-        raise InvalidParameterError(f"time_limit: expected seconds > 0, got {time_limit}")
+    """Refuse a time limit that is not a positive number of seconds (:func:`milopt.params.parse_seconds`)."""
+    from milopt.params import parse_seconds
+
+    parse_seconds("time_limit", time_limit)
 
 
 def choose(cls: str, feats=(), formulation: str | None = None, mf=None) -> str:

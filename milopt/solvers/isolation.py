@@ -66,6 +66,9 @@ def _fork_available() -> bool:
 def _child(backend, mf, opts, conn, logpath, verbose):
     # own output: to the log file unless verbose (then to the parent's stderr)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides about Ctrl-C
+    import faulthandler
+
+    faulthandler.disable()  # a crash in native code is reported by the parent, from the exit signal
     fd = os.open(logpath, os.O_WRONLY | os.O_APPEND)
     os.dup2(fd if not verbose else 2, 1)
     if not verbose:
@@ -154,7 +157,7 @@ def _run_child(backend, mf, opts: SolveOptions, deadline: float | None) -> RawRe
         tail = _tail(logpath)
         if outcome[0] == "killed":
             msg = (f"{backend.name} did not stop at its time limit; milopt stopped it "
-                   f"{grace(opts.time_limit):.0f} s past the limit")
+                   f"{grace(opts.time_limit):.1f} s past the limit")
             term = Termination.TIME_LIMIT
         else:
             code = proc.exitcode
