@@ -199,12 +199,10 @@ def _fmt_gap(row) -> str:
 def _time_limit_option(args, params: dict) -> dict:
     """``--time-limit T`` and ``--set time_limit=T`` are the same setting; refuse two different values."""
     params = dict(params)
-    cli = getattr(args, "time_limit", None)
-    if cli is not None and not cli > 0:
-        from milopt.errors import InvalidParameterError
+    from milopt.params import parse_seconds
 
-        raise InvalidParameterError(f"--time-limit {cli:g}: expected seconds > 0")
-    if cli is not None and "time_limit" in params and _seconds(params["time_limit"]) != cli:
+    cli = parse_seconds("--time-limit", getattr(args, "time_limit", None))
+    if cli is not None and "time_limit" in params and parse_seconds("--set time_limit", params["time_limit"]) != cli:
         from milopt.errors import InvalidParameterError
 
         raise InvalidParameterError(f"--time-limit {cli:g} and --set time_limit={params['time_limit']} disagree; "
@@ -212,28 +210,6 @@ def _time_limit_option(args, params: dict) -> dict:
     if cli is not None:
         params["time_limit"] = cli
     return params
-
-
-def _seconds(value, what="--set time_limit"):
-    """A time limit given as text or number, as float seconds > 0 (or InvalidParameterError)."""
-    from milopt.errors import InvalidParameterError
-
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"{what}={value}: expected seconds > 0") from None
-    if isinstance(value, bool) or not (v > 0 and math.isfinite(v)):
-        raise InvalidParameterError(f"{what}={value}: expected seconds > 0")
-    return v
-
-
-def _solver_progress(report) -> None:
-    """Let solvers that can report their gap while they run (SCIP) print through ``report``."""
-    try:
-        from milopt.solvers import scip_native
-    except ImportError:  # pragma: no cover - pyscipopt missing: nothing reports
-        return
-    scip_native.PROGRESS = report
 
 
 def _check_cv(cv) -> None:
@@ -278,7 +254,6 @@ def cmd_fit(args) -> int:
         def progress(fold, k):
             print(f"milopt: fold {fold + 1}/{k}{tuning}", file=sys.stderr, flush=True)
 
-        _solver_progress(lambda line: print(f"milopt:   {line}", file=sys.stderr, flush=True))
     res = run_fit(args.method, args.data, params=params, cv=args.cv, seed=args.seed,
                   **({"progress": progress} if progress is not None else {}), **tune_kw)
     data_keys = {"coords", "scale", "header"}
@@ -356,7 +331,9 @@ def cmd_solve(args) -> int:
         from milopt.errors import InvalidParameterError
 
         raw = params.pop("time_limit")
-        tl = _seconds(raw)
+        from milopt.params import parse_seconds
+
+        tl = parse_seconds("--set time_limit", raw)
         if args.time_limit is not None and tl != args.time_limit:
             raise InvalidParameterError(f"--time-limit {args.time_limit:g} and --set time_limit={tl} disagree; "
                                         "give one of them")

@@ -16,7 +16,7 @@ from milopt.data.loading import load
 from milopt.errors import DegenerateModelWarning, InvalidDataError, InvalidParameterError
 from milopt.jsonutil import finite
 from milopt.numerics import standardize
-from milopt.params import Bool, Int, ParamSet, Str, coerce  # noqa: F401  (coerce: its former home)
+from milopt.params import Bool, Int, ParamSet, Str
 
 #: keys of ``--set`` that describe the data rather than the method or formulation
 DATA_PARAMS = ParamSet(
@@ -31,14 +31,14 @@ def _header(value):
     """``--set header=true|false|auto`` (CSV files: the first row holds column names)."""
     if value is None or isinstance(value, bool):
         return value
-    low = str(value).strip().lower()
-    if low == "auto":
+    if str(value).strip().lower() == "auto":
         return None
-    if low in ("true", "yes", "on", "1"):
-        return True
-    if low in ("false", "no", "off", "0"):
-        return False
-    raise InvalidParameterError(f"header: expected true, false or auto, got {value!r}")
+    from milopt.params import parse_bool
+
+    try:
+        return parse_bool("header", value)
+    except InvalidParameterError:
+        raise InvalidParameterError(f"header: expected true, false or auto, got {value!r}") from None
 
 
 def parse_sets(items) -> dict:

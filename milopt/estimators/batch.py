@@ -57,9 +57,9 @@ from milopt.estimators.registry import register_method
 
 
 def _as_bool_param(v, name) -> bool:
-    from milopt.models.batchsvm_lp import _as_bool
+    from milopt.params import parse_bool
 
-    return _as_bool(v, name)
+    return parse_bool(name, v)
 
 
 def _models():

@@ -14,6 +14,7 @@ import numpy as np
 
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError, NoSolutionError, positive_number
+from milopt.params import parse_bool
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
 
@@ -103,7 +104,7 @@ class DCMILClassifier(MILClassifier):
     def _fit(self, bags: Bags):
         if self.method not in ("dcpca", "dca"):
             raise InvalidParameterError(f"method: expected 'dcpca' or 'dca', got {self.method!r}")
-        if _truthy(self.inner_cv):
+        if parse_bool("inner_cv", self.inner_cv):
             return self._fit_inner_cv(bags)
         return self._fit_one(bags, positive_number("C", self.C))
 
@@ -171,12 +172,6 @@ class DCMILClassifier(MILClassifier):
     def predict_instances(self, bags) -> np.ndarray:
         bags = self._check_input(bags)
         return bags.X @ self.coef_ + self.intercept_
-
-
-def _truthy(v) -> bool:
-    if isinstance(v, str):
-        return v.strip().lower() in ("1", "true", "yes", "on")
-    return bool(v)
 
 
 register_method("dcmil", DCMILClassifier, fixed={"method": "dcpca"},
