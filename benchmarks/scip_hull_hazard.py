@@ -70,8 +70,10 @@ CHILD = textwrap.dedent(r'''
         m.setParam("nlpi/ipopt/optfile", optdir + "/ipopt_" + setting + ".opt")
     if seed >= 0:
         txt = open(path).read()
+        # the rows "choose(I): lam(j) + ... = 1" (milopt's writer, one line; older Pyomo-written
+        # files: "c_e_choose(I)_:" followed by one term per line)
         groups = [re.findall(r"lam\((\d+)\)", blk)
-                  for blk in re.findall(r"c_e_choose\(\d+\)_:\n(.*?)=", txt, re.S)]
+                  for blk in re.findall(r"choose\(\d+\)_?:(.*?)=", txt, re.S)]
         rng = np.random.default_rng(seed)
         V = {v.name: v for v in m.getVars()}
         for g in groups:
