@@ -14,7 +14,7 @@ from milopt.algorithms.mi_heuristics import misvm_alternate
 from milopt.data import Bags
 from milopt.errors import UnsupportedProblemError
 from milopt.solvers import SolutionStatus, Termination, installed, solve
-from milopt.solvers.bnb import MISVMBranchAndBound, mi_objective_best_b, solve_bags
+from milopt.algorithms.bnb import MISVMBranchAndBound, mi_objective_best_b, solve_bags
 
 
 def tiny(seed, n_pos=3, n_neg=3, d=3, max_size=4):
