@@ -61,13 +61,22 @@ def alternation_from_scores(bags, K, C, class_weight, X, max_iter=20):
     return run
 
 
-def swap_search(eng, scores, deadline, tol=1e-3, max_passes=5):
+def swap_search(eng, scores, deadline, max_passes=20):
     """1-opt witness-swap local search from the selection of ``scores``.
+
+    Each selection's SVM is solved to high accuracy by the node QP of ``eng`` (the
+    interior-point method on small effective sets).  Two exact screens skip candidates:
+
+    * a bag whose multipliers are all zero (α_I = 0) cannot gain: α stays dual feasible for the
+      swapped selection s', so P(s') ≥ D(α) = P(s);
+    * moving α_I from the witness i to i' gives the dual-feasible point α' of P(s') with
+      D(α') = D(α) − α_I (f_i' − f_i) − ½ α_I² ‖z_i' − z_i‖²  (f = K(y∘α)); when
+      D(α') ≥ Φ(current) the swap cannot improve (P(s') ≥ D(α')) and is not solved.
 
     Parameters
     ----------
     eng : MISVMBranchAndBound
-        Supplies the kernel, labels, costs and Φ.
+        Supplies the kernel, labels, costs, the node QP solver and Φ.
     scores : ndarray (n,)
         Instance scores; the start is the best-scoring instance of every positive bag.
     deadline : float
@@ -75,64 +84,199 @@ def swap_search(eng, scores, deadline, tol=1e-3, max_passes=5):
 
     Returns
     -------
-    (value, coef, b) of the best point found (coef = y ∘ α: w = Σ coef_i z_i), or None.
+    (value, coef, b) of the best point found (coef = y ∘ α: f(x) = Σ coef_i K(z_i, x) + b),
+    or None.
     """
-    from milopt.algorithms.svm_dcd import GroupSVMDual
-
     ptr, pos = eng.ptr, eng.pos_bags
-    live_pos = eng.live[pos] & (eng.sizes[pos] > 1)
-    if not live_pos.any() or not (eng.base_active.any()):
+    multi = eng.live[pos] & (eng.sizes[pos] > 1)
+    if not multi.any() or not eng.base_active.any():
         return None
-    smo = GroupSVMDual(eng.K if eng.dense else None, eng.y, eng.bag_of, eng.caps, tol=tol,
-                       X=None if eng.dense else eng.X, max_iter=20000)
     wit = segment_argmax(np.asarray(scores, dtype=float), ptr)[pos]
-    act = eng.base_active.copy()
-    act[wit[eng.live[pos]]] = True
-    smo.active = act
-    smo.solve()
 
-    def value():
-        raw = smo.raw_scores()
-        return eng.phi_raw(raw, float(smo.alpha @ (eng.y * raw))) + (raw,)
+    def solve(w_):
+        act = eng.base_active.copy()
+        act[w_[eng.live[pos]]] = True
+        alpha = eng.solve_selection(act, deadline)
+        D, coef, raw = eng.dual_objective(alpha)
+        val, b = eng.phi_raw(raw, float(coef @ raw))
+        return val, b, alpha, D, coef, raw
 
-    cur, b, raw = value()
-    best = (cur, eng.y * smo.alpha, b)
-    bag_ids = np.flatnonzero(live_pos)
+    cur, b, alpha, D, coef, raw = solve(wit)
+    best = (cur, coef, b)
+    bag_ids = np.flatnonzero(multi)
     for _ in range(max_passes):
         improved = False
-        for k in bag_ids:
+        aI = np.add.reduceat(alpha, eng.smo.gptr[:-1])[pos]
+        for k in bag_ids[aI[bag_ids] > 0]:
             I = pos[k]
+            a = aI[k]
+            i = wit[k]
             cands = np.arange(ptr[I], ptr[I + 1])
-            cands = cands[cands != wit[k]]
-            cands = cands[np.argsort(-raw[cands], kind="stable")]
-            for c in cands.tolist():
+            cands = cands[cands != i]
+            dist = eng.diag[cands] + eng.diag[i] - 2.0 * eng.Krows(np.array([i]), cands)[0]
+            dprime = D - a * (raw[cands] - raw[i]) - 0.5 * a * a * dist
+            cands = cands[dprime < cur - 1e-9 * max(1.0, abs(cur))]
+            for c in cands[np.argsort(-raw[cands], kind="stable")].tolist():
                 if time.perf_counter() > deadline:
                     return best
-                saved = (smo.alpha.copy(), smo.F.copy(), smo.gsum.copy(), smo.active.copy())
-                smo.move(wit[k], c)
-                smo.solve()
-                val, bb, r2 = value()
-                if val < cur - 1e-9 * max(1.0, abs(cur)):
-                    wit[k] = c
-                    cur, b, raw = val, bb, r2
-                    # re-align the selection with the new scores (one alternation step)
-                    new = segment_argmax(raw, ptr)[pos]
-                    ch = np.flatnonzero((new != wit) & eng.live[pos])
-                    if ch.size:
-                        saved2 = (smo.alpha.copy(), smo.F.copy(), smo.gsum.copy(), smo.active.copy())
-                        smo.move(wit[ch], new[ch])
-                        smo.solve()
-                        v3, b3, r3 = value()
-                        if v3 < cur:
-                            wit[ch] = new[ch]
-                            cur, b, raw = v3, b3, r3
-                        else:
-                            smo.alpha, smo.F, smo.gsum, smo.active = saved2
+                w2 = wit.copy()
+                w2[k] = c
+                r = solve(w2)
+                if r[0] < cur - 1e-9 * max(1.0, abs(cur)):
+                    # keep the swap, then re-align the selection with the new scores (alternation)
+                    wit = w2
+                    cur, b, alpha, D, coef, raw = r
+                    for _ in range(20):
+                        new = segment_argmax(raw, ptr)[pos]
+                        if np.array_equal(new[multi], wit[multi]) or time.perf_counter() > deadline:
+                            break
+                        r = solve(np.where(multi, new, wit))
+                        if not r[0] < cur:
+                            break
+                        wit = np.where(multi, new, wit)
+                        cur, b, alpha, D, coef, raw = r
                     if cur < best[0]:
-                        best = (cur, eng.y * smo.alpha, b)
+                        best = (cur, coef, b)
                     improved = True
+                    aI = np.add.reduceat(alpha, eng.smo.gptr[:-1])[pos]
                     break
-                smo.alpha, smo.F, smo.gsum, smo.active = saved
         if not improved:
             break
     return best
+
+
+def alternate_selection(eng, wit, deadline, max_iter=30):
+    """The MI-SVM alternation on selections (each SVM solved by the node QP of ``eng``):
+    returns (value, b, alpha, D, coef, raw, wit) of the last improving selection."""
+    ptr, pos = eng.ptr, eng.pos_bags
+    multi = eng.live[pos] & (eng.sizes[pos] > 1)
+
+    def solve(w_):
+        act = eng.base_active.copy()
+        act[w_[eng.live[pos]]] = True
+        alpha = eng.solve_selection(act, deadline)
+        D, coef, raw = eng.dual_objective(alpha)
+        val, b = eng.phi_raw(raw, float(coef @ raw))
+        return val, b, alpha, D, coef, raw
+
+    r = solve(wit)
+    for _ in range(max_iter):
+        new = np.where(multi, segment_argmax(r[5], ptr)[pos], wit)
+        if np.array_equal(new, wit) or time.perf_counter() > deadline:
+            break
+        r2 = solve(new)
+        if not r2[0] < r[0]:
+            break
+        wit, r = new, r2
+    return r + (wit,)
+
+
+def kick_search(eng, scores, deadline, seed=0, kick=3):
+    """Iterated local search on selections: kick ``kick`` random support bags of the best
+    selection to random other instances, re-run the alternation, keep an improvement.
+    Returns (value, coef, b) of the best point found, or None."""
+    ptr, pos = eng.ptr, eng.pos_bags
+    multi = eng.live[pos] & (eng.sizes[pos] > 1)
+    if not multi.any() or not eng.base_active.any():
+        return None
+    rng = np.random.default_rng(seed)
+    wit = segment_argmax(np.asarray(scores, dtype=float), ptr)[pos]
+    r = alternate_selection(eng, wit, deadline)
+    best = r
+    while time.perf_counter() < deadline:
+        aI = np.add.reduceat(best[2], eng.smo.gptr[:-1])[pos]
+        cand = np.flatnonzero(multi & (aI > 0))
+        if cand.size == 0:
+            break
+        ks = rng.choice(cand, size=min(kick, cand.size), replace=False)
+        w2 = best[6].copy()
+        for k in ks:
+            I = pos[k]
+            opts = np.arange(ptr[I], ptr[I + 1])
+            opts = opts[opts != w2[k]]
+            w2[k] = rng.choice(opts)
+        r = alternate_selection(eng, w2, deadline)
+        if r[0] < best[0] - 1e-9 * max(1.0, abs(best[0])):
+            best = r
+    return best[0], best[4], best[1]
+
+
+def _smooth_objective(X, ptr, bag_of, ypos, costs, tau, delta):
+    """f(θ) and ∇f for θ = (w, b): Φ with each bag's max replaced by τ·log Σ exp(s_i/τ) and the
+    hinge by δ·log(1 + exp(x/δ)) (both ≥ the exact terms, → them as τ, δ → 0)."""
+    from scipy.special import expit, logsumexp  # noqa: F401
+
+    d = X.shape[1]
+    sgn = np.where(ypos, -1.0, 1.0)          # positive bag: 1 - M - b ; negative: 1 + M + b
+
+    def f(theta):
+        w, b = theta[:d], theta[d]
+        s = X @ w
+        z = s / tau
+        zmax = np.maximum.reduceat(z, ptr[:-1])
+        e = np.exp(z - zmax[bag_of])
+        den = np.add.reduceat(e, ptr[:-1])
+        M = tau * (np.log(den) + zmax)
+        p = e / den[bag_of]                   # softmax weights within the bag
+        x = 1.0 + sgn * (M + b)
+        xd = x / delta
+        loss = delta * np.logaddexp(0.0, xd)
+        dl = costs * (1.0 / (1.0 + np.exp(-np.clip(xd, -500, 500))))   # d loss / dx, weighted
+        val = 0.5 * w @ w + costs @ loss
+        coefM = dl * sgn                       # d/dM
+        gs = coefM[bag_of] * p                 # d/ds_i
+        gw = w + X.T @ gs
+        gb = float(np.sum(dl * sgn))
+        return val, np.concatenate([gw, [gb]])
+
+    return f
+
+
+#: the annealing portfolio: (cost scale λ, hinge smoothing δ (None: δ = τ), first τ, random start)
+PORTFOLIO = ((1.0, None, 4.0, False), (0.5, None, 4.0, False), (0.5, 0.3, 4.0, False), (2.0, None, 4.0, False),
+             (0.25, 0.3, 4.0, False), (1.0, 0.3, 4.0, False), (0.5, 0.1, 1.0, False), (2.0, None, 0.3, True),
+             (0.5, None, 0.3, True), (1.0, 0.1, 0.3, True), (0.25, None, 1.0, True), (4.0, 0.3, 1.0, True))
+
+
+def annealing_starts(eng, deadline, seed=0, runs=len(PORTFOLIO), stages=8, tau_end=0.01):
+    r"""Deterministic annealing on the primal MI-SVM objective (linear kernel), after Gehler &
+    Chapelle, *Deterministic annealing for multiple-instance learning* (AISTATS 2007).
+
+    Each run minimises a smoothed Φ by L-BFGS for a decreasing sequence of temperatures τ
+    (``stages`` values from the run's first τ down to ``tau_end``, geometric), each stage warm
+    started from the previous one:
+
+    .. math::
+
+        \Phi_{	au,\delta}(w, b) = 	frac12\lVert wVert^2
+            + \sum_I \lambda C_I\, \delta \logig(1 + e^{(1 - Y_I(M_I + b))/\delta}ig),\qquad
+        M_I = 	au \log 	extstyle\sum_{i\in I} e^{w^	op z_i/	au},
+
+    a soft maximum over each bag's instances (near the bag's mean score for large τ, the max
+    for small τ) and a smoothed hinge.  Runs differ by the cost scale λ, the hinge smoothing δ,
+    the first τ and the start (w = 0 or random, seeded): a portfolio (:data:`PORTFOLIO`) that
+    lands in different selections.  Returns the instance-score vectors w·z_i of the runs
+    (their selections are polished by :func:`alternate_selection`)."""
+    from scipy.optimize import minimize
+
+    if eng.kernel or not eng.ypos.any() or eng.ypos.all():
+        return []
+    rng = np.random.default_rng(seed)
+    costs = np.where(eng.live, eng.costs, 0.0)
+    X, d = eng.X, eng.d
+    out = []
+    for r in range(runs):
+        if time.perf_counter() > deadline:
+            break
+        lam, delta, tau0, rand = PORTFOLIO[r % len(PORTFOLIO)]
+        theta = np.zeros(d + 1)
+        if rand or r >= len(PORTFOLIO):
+            theta[:d] = rng.normal(0, 1.0 / np.sqrt(d), d)
+        for tau in np.geomspace(tau0, tau_end, stages):
+            f = _smooth_objective(X, eng.ptr, eng.bag_of, eng.ypos, lam * costs, tau,
+                                  delta if delta is not None else max(tau, tau_end))
+            theta = minimize(f, theta, jac=True, method="L-BFGS-B", options={"maxiter": 200}).x
+            if time.perf_counter() > deadline:
+                break
+        out.append(X @ theta[:d])
+    return out

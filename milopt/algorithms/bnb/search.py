@@ -202,6 +202,13 @@ class MISVMBranchAndBound:
         F = self.y - self.Kv(self.y * alpha)
         return alpha, F, int(r["iterations"])
 
+    def solve_selection(self, active, deadline, tol=1e-6):
+        """Dual-feasible multipliers of the SVM on the effective set ``active`` (high accuracy:
+        the interior-point method when it is the node solver, else coordinate descent)."""
+        if self.qp == "ipm":
+            return self._solve_node_ipm(active)[0]
+        return self._solve_node_smo(np.zeros(self.n), active, deadline, tol)[0]
+
     def evaluate(self, node, incumbent, eps, deadline):
         """Solve a node's relaxation and decide it.
 
@@ -263,7 +270,7 @@ class MISVMBranchAndBound:
     # ---------------------------------------------------------------- the search
     def solve(self, time_limit=None, mip_gap=1e-4, abs_gap=1e-9, node_limit=None, incumbents=(), primal_incumbents=(),
               heuristic=None, swap=True, dive_every=25, heuristic_share=0.3, verbose=False, log_every=5.0,
-              history_every=0.5, workers=1, batch=0, log=None):
+              history_every=0.5, workers=1, batch=0, log=None, start_swap=False):
         """Run the branch and bound.
 
         Parameters
@@ -284,7 +291,7 @@ class MISVMBranchAndBound:
             Local improvement (the alternation) started from a node's scores.
         swap : bool
             Run the 1-opt witness-swap search (:func:`.heuristics.swap_search`) from every new
-            incumbent.
+            incumbent found by a dive (and from the best start with ``start_swap``).
         dive_every : int
             Also run ``heuristic`` from every k-th node's relaxation (0: only on improvement).
         heuristic_share : float
@@ -414,7 +421,7 @@ class MISVMBranchAndBound:
                 offer(np.asarray(vec, dtype=float), b, "start")
             for w, b in primal_incumbents:
                 offer(np.asarray(w, dtype=float), b, "start", is_w=True)
-            if swap and best["value"] < math.inf and time.perf_counter() < deadline:
+            if start_swap and swap and best["value"] < math.inf and time.perf_counter() < deadline:
                 _swap_only(self, best, offer, deadline, heur, t0)
             if workers > 1:
                 from .parallel import NodePool
