@@ -3,7 +3,9 @@
 The master pops the ``batch`` best open nodes, the workers (forked with a copy of the search
 engine: kernel matrix, labels, costs) solve their relaxations and compute their look-ahead
 bounds (:meth:`MISVMBranchAndBound.evaluate`), and the master books the results in order:
-incumbents, closing, children.  Nothing in the proof changes: every node's bound is computed
+incumbents, closing, children.  Periodic dives (the alternation from a node's relaxed
+scores) run in the workers with the node; the witness-swap search from a new incumbent runs in
+the master.  Nothing in the proof changes: every node's bound is computed
 exactly as in the serial search; the incumbent a worker uses to decide closing is the one at
 the start of the round (possibly larger than the current one), which closes fewer nodes,
 never a wrong one.  The global lower bound is still the minimum over open and closed nodes.
@@ -29,9 +31,8 @@ def _init():
 
 
 def _evaluate(args):
-    node, incumbent, eps, deadline = args
-    res = _ENGINE.evaluate(node, incumbent, eps, deadline)
-    return res
+    node, incumbent, eps, deadline, dive = args
+    return _ENGINE.evaluate(node, incumbent, eps, deadline, dive)
 
 
 class NodePool:
@@ -43,10 +44,13 @@ class NodePool:
         ctx = mp.get_context("fork")
         self.pool = ctx.Pool(int(workers), initializer=_init)
 
-    def evaluate(self, nodes, incumbent, eps, deadline):
+    def evaluate(self, nodes, incumbent, eps, deadline, dives=None):
+        """Results of :meth:`MISVMBranchAndBound.evaluate` for ``nodes``, in order."""
         if not nodes:
             return []
-        return self.pool.map(_evaluate, [(nd, incumbent, eps, deadline) for nd in nodes], chunksize=1)
+        dives = dives or [False] * len(nodes)
+        return self.pool.map(_evaluate, [(nd, incumbent, eps, deadline, dv) for nd, dv in zip(nodes, dives)],
+                             chunksize=1)
 
     def close(self):
         self.pool.terminate()

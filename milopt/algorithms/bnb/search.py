@@ -209,7 +209,23 @@ class MISVMBranchAndBound:
             return self._solve_node_ipm(active)[0]
         return self._solve_node_smo(np.zeros(self.n), active, deadline, tol)[0]
 
-    def evaluate(self, node, incumbent, eps, deadline):
+    def evaluate(self, node, incumbent, eps, deadline, dive=False):
+        """:meth:`_evaluate`, plus with ``dive`` the alternation on selections started from the
+        node's relaxed scores (``res["dive"] = (value, coef, b)``, ``res["dive_seconds"]``)."""
+        res = self._evaluate(node, incumbent, eps, deadline)
+        if dive and time.perf_counter() < deadline:
+            from .heuristics import alternate_selection
+
+            th = time.perf_counter()
+            try:
+                r = alternate_selection(self, self.selection_of_raw(res["raw"]), deadline)
+                res["dive"] = (r[0], r[4], r[1])
+            except Exception:  # noqa: BLE001 - a failed dive is only a missing incumbent
+                pass
+            res["dive_seconds"] = time.perf_counter() - th
+        return res
+
+    def _evaluate(self, node, incumbent, eps, deadline):
         """Solve a node's relaxation and decide it.
 
         Returns a dict: ``bound`` (valid lower bound of the node), ``iterations``, ``raw`` and
@@ -342,11 +358,11 @@ class MISVMBranchAndBound:
             th = time.perf_counter()
             improved = False
             try:
-                if heuristic is not None:
+                if heuristic is not None and raw is not None:
                     r = heuristic(raw)
                     if r is not None:
                         improved |= offer(np.asarray(r[0], dtype=float), r[1], source)
-                if swap and improved:
+                if swap and (improved or raw is None):
                     start_raw = self.Kv(best["coef"]) if best["coef"] is not None else self.X @ best["w"]
                     s = swap_search(self, start_raw, min(deadline, th + max(2.0, 0.1 * (th - t0))))
                     if s is not None:
@@ -395,9 +411,13 @@ class MISVMBranchAndBound:
             if stats["root"] is None:
                 stats["root"] = res["bound"]
             improved = offer(res["coef"], None, "node", ph=res["phi"])
-            periodic = heuristic is not None and dive_every and stats["nodes"] % dive_every == 1
-            if (improved or periodic) and budget_ok() and time.perf_counter() < deadline:
-                polish(res["raw"], "dive" if not improved else "node")
+            if "dive" in res:
+                heur["time"] += res.get("dive_seconds", 0.0)
+                v, c, b = res["dive"]
+                if offer(c, b, "dive", ph=(v, b)) and swap and budget_ok() and time.perf_counter() < deadline:
+                    polish(None, "dive")
+            if improved and budget_ok() and time.perf_counter() < deadline:
+                polish(res["raw"], "node")
             if res["action"] == "close" or closes(res["bound"]):
                 closed[0] = min(closed[0], res["bound"])
                 return
@@ -408,6 +428,12 @@ class MISVMBranchAndBound:
                 cw = node.wit.copy()
                 cw[res["bag"]] = r_
                 queue.push(Node(cb, cw, res["alpha"], node.depth + 1, r_))
+
+        def wants_dive(j):
+            """Whether the j-th node of the next round runs a dive (every ``dive_every``-th node,
+            within the heuristic time share)."""
+            k = stats["nodes"] + j
+            return bool(dive_every) and k % dive_every == 0 and budget_ok()
 
         pool = None
         if verbose:
@@ -438,7 +464,7 @@ class MISVMBranchAndBound:
                     break
                 if pool is None:
                     node = queue.pop()
-                    res = self.evaluate(node, best["value"], eps(), deadline)
+                    res = self.evaluate(node, best["value"], eps(), deadline, dive=wants_dive(0))
                     apply(node, res)
                 else:
                     k = batch or 4 * workers
@@ -447,7 +473,8 @@ class MISVMBranchAndBound:
                     nodes = [queue.pop() for _ in range(min(k, len(queue)))]
                     nodes = [nd for nd in nodes if not closes(nd.bound) or closed.__setitem__(
                         0, min(closed[0], nd.bound))]
-                    for node, res in zip(nodes, pool.evaluate(nodes, best["value"], eps(), deadline)):
+                    dives = [wants_dive(j) for j in range(len(nodes))]
+                    for node, res in zip(nodes, pool.evaluate(nodes, best["value"], eps(), deadline, dives)):
                         apply(node, res)
                 record()
         except KeyboardInterrupt:
