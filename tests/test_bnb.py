@@ -325,3 +325,21 @@ def test_primal_heuristics_give_true_objectives():
     out = solve_bags(bags, costs=costs, node_limit=1, mip_gap=1e-7)
     assert out["objective"] >= ref - 1e-7
     assert misvm_bigm.objective_value(bags, out["w"], out["b"], 1.0) == pytest.approx(out["objective"], rel=1e-9)
+
+
+def test_interruption_in_the_starts(monkeypatch):
+    """Ctrl-C during the starting heuristics: the starts found so far, the root's bound, and
+    termination interrupted (unless that already proves optimality)."""
+    import milopt.algorithms.bnb.heuristics as H
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(H, "annealing_starts", stop)
+    bags = tiny(8, n_pos=5)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    out = solve_bags(bags, costs=costs, mip_gap=1e-7)
+    assert out["nodes"] <= 1
+    assert out["termination"] in ("interrupted", "optimal")
+    assert out["bound"] <= ref + 1e-7 <= out["objective"] + 2e-7

@@ -56,6 +56,7 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         limit = math.inf if time_limit is None else float(time_limit)
         start_deadline = t0 + o["start_share"] * limit
         pts = []
+        interrupted = False
         both = bool((bags.y == 1).any() and (bags.y == 0).any())
 
         def polish(raw, deadline):
@@ -88,12 +89,12 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
                     r = swap_search(eng, raw, start_deadline)
                     if r is not None:
                         pts.append((r[1], r[2], None))
-        except KeyboardInterrupt:
-            pass
+        except KeyboardInterrupt:   # Ctrl-C in the starts: keep what was found, evaluate the root, stop
+            interrupted = True
         heur_s = time.perf_counter() - t0
         left = None if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - t0))
         ls = (lambda raw: polish(raw, math.inf)[1:]) if (o["restarts"] or o["anneal"]) else None
-        out = eng.solve(time_limit=left, mip_gap=mip_gap, node_limit=o["node_limit"],
+        out = eng.solve(time_limit=left, mip_gap=mip_gap, node_limit=1 if interrupted else o["node_limit"],
                         incumbents=[(c, b) for c, b, _ in pts], primal_incumbents=list(starts), heuristic=ls,
                         swap=o["swap"], dive_every=o["dive_every"], heuristic_share=o["heuristic_share"],
                         verbose=verbose, log_every=o["log_every"], workers=o["workers"], batch=o["batch"], log=log,
@@ -103,6 +104,8 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         out["objective"], out["b"] = eng.phi_raw(np.zeros(bags.n_instances), 0.0)
         if kernel is None:
             out["w"] = np.zeros(bags.n_features)
+    if interrupted and out["termination"] != "optimal":
+        out["termination"] = "interrupted"
     out["heuristic_seconds"] = heur_s
     out["seconds"] = time.perf_counter() - t0
     raw = eng.Kv(out["coef"]) if kernel is not None else bags.X @ out["w"]
