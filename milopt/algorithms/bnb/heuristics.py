@@ -64,8 +64,9 @@ def alternation_from_scores(bags, K, C, class_weight, X, max_iter=20):
 def swap_search(eng, scores, deadline, max_passes=20):
     """1-opt witness-swap local search from the selection of ``scores``.
 
-    Each selection's SVM is solved to high accuracy by the node QP of ``eng`` (the
-    interior-point method on small effective sets).  Two exact screens skip candidates:
+    Each selection's SVM is solved to high accuracy by the interior-point node QP of ``eng``;
+    engines whose node solver is the coordinate descent (large effective sets, e.g. MUSK2)
+    return None (one swap would cost a full solve).  Two exact screens skip candidates:
 
     * a bag whose multipliers are all zero (α_I = 0) cannot gain: α stays dual feasible for the
       swapped selection s', so P(s') ≥ D(α) = P(s);
@@ -89,7 +90,7 @@ def swap_search(eng, scores, deadline, max_passes=20):
     """
     ptr, pos = eng.ptr, eng.pos_bags
     multi = eng.live[pos] & (eng.sizes[pos] > 1)
-    if not multi.any() or not eng.base_active.any():
+    if not multi.any() or not eng.base_active.any() or eng.qp != "ipm":
         return None
     wit = segment_argmax(np.asarray(scores, dtype=float), ptr)[pos]
 
@@ -146,10 +147,15 @@ def swap_search(eng, scores, deadline, max_passes=20):
 
 
 def alternate_selection(eng, wit, deadline, max_iter=30):
-    """The MI-SVM alternation on selections (each SVM solved by the node QP of ``eng``):
-    returns (value, b, alpha, D, coef, raw, wit) of the last improving selection."""
+    """The MI-SVM alternation on selections: returns (value, b, alpha, D, coef, raw, wit) of
+    the last improving selection.  Each SVM is solved by the interior-point node QP of ``eng``
+    when that is its node solver (small effective sets); otherwise by the warm-started
+    coordinate descent of :func:`~milopt.algorithms.mi_heuristics.misvm_alternate` (a witness
+    change moves α, nothing is re-solved from scratch)."""
     ptr, pos = eng.ptr, eng.pos_bags
     multi = eng.live[pos] & (eng.sizes[pos] > 1)
+    if eng.qp != "ipm":
+        return _alternate_smo(eng, wit, max_iter)
 
     def solve(w_):
         act = eng.base_active.copy()
@@ -169,6 +175,35 @@ def alternate_selection(eng, wit, deadline, max_iter=30):
             break
         wit, r = new, r2
     return r + (wit,)
+
+
+def _alternate_smo(eng, wit, max_iter):
+    from milopt.algorithms.svm_dcd import GroupSVMDual
+
+    ptr, pos = eng.ptr, eng.pos_bags
+    smo = GroupSVMDual(eng.K if eng.dense else None, eng.y, eng.bag_of, eng.caps, tol=eng.tol,
+                       X=None if eng.dense else eng.X, max_iter=200000)
+    wit = np.where(eng.live[pos], wit, eng.ptr[pos])
+    act = eng.base_active.copy()
+    act[wit[eng.live[pos]]] = True
+    smo.active = act
+    smo.solve()
+    best = None
+    for _ in range(max_iter):
+        alpha = smo.alpha.copy()
+        D, coef, raw = eng.dual_objective(alpha)
+        val, b = eng.phi_raw(raw, float(coef @ raw))
+        if best is not None and not val < best[0]:
+            break
+        best = (val, b, alpha, D, coef, raw, wit.copy())
+        new = np.where(eng.live[pos], segment_argmax(raw, ptr)[pos], wit)
+        ch = np.flatnonzero(new != wit)
+        if ch.size == 0:
+            break
+        smo.move(wit[ch], new[ch])
+        wit = new
+        smo.solve()
+    return best
 
 
 def kick_search(eng, scores, deadline, seed=0, kick=3):
@@ -248,7 +283,8 @@ def annealing_starts(eng, deadline, seed=0, runs=len(PORTFOLIO), stages=8, tau_e
 
     .. math::
 
-        \Phi_{	au,\delta}(w, b) = 	frac12\lVert wVert^2
+        \Phi_{	au,\delta}(w, b) = 	frac12\lVert w
+Vert^2
             + \sum_I \lambda C_I\, \delta \logig(1 + e^{(1 - Y_I(M_I + b))/\delta}ig),\qquad
         M_I = 	au \log 	extstyle\sum_{i\in I} e^{w^	op z_i/	au},
 
