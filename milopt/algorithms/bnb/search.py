@@ -322,7 +322,8 @@ class MISVMBranchAndBound:
         -------
         dict: w (linear) or coef (kernel), b, objective, bound, nodes, iterations, termination
         ('optimal', 'time_limit', 'iteration_limit', 'interrupted'), history, root_bound,
-        open_nodes, seconds, incumbent_source, incumbent_time.
+        open_nodes, seconds, incumbent_source, incumbent_time, heuristic_search_seconds,
+        closed_nodes (evaluated nodes closed, by bound or by a feasible relaxed optimum).
         """
         from .heuristics import swap_search
 
@@ -379,7 +380,7 @@ class MISVMBranchAndBound:
         queue = NodeQueue()
         closed = [math.inf]       # smallest bound of the nodes closed so far (part of the proof)
         queue.push(Node(-math.inf, self.wit0.copy(), np.zeros(self.n), 0, -1))
-        stats = {"nodes": 0, "iters": 0, "root": None}
+        stats = {"nodes": 0, "iters": 0, "root": None, "closed": 0}
         termination = "optimal"
 
         def lower():
@@ -420,6 +421,7 @@ class MISVMBranchAndBound:
                 polish(res["raw"], "node")
             if res["action"] == "close" or closes(res["bound"]):
                 closed[0] = min(closed[0], res["bound"])
+                stats["closed"] += 1
                 return
             for r_, cb in zip(res["rows"].tolist(), res["child_bounds"].tolist()):
                 if closes(cb):
@@ -494,7 +496,7 @@ class MISVMBranchAndBound:
                 "iterations": stats["iters"], "termination": termination, "history": history,
                 "root_bound": stats["root"], "open_nodes": len(queue), "seconds": time.perf_counter() - t0,
                 "incumbent_source": best["source"], "incumbent_time": best["time"],
-                "heuristic_search_seconds": heur["time"]}
+                "heuristic_search_seconds": heur["time"], "closed_nodes": stats["closed"]}
 
 
 def _swap_only(eng, best, offer, deadline, heur, t0):
