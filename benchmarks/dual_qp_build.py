@@ -16,7 +16,7 @@ import time
 from milopt.data import load
 from milopt.metrics import standardize
 from milopt.models import misvm_dual_qp as mod
-from milopt.solvers.export import extract
+from milopt.solvers.extract import extract
 
 PAIRS = ["linear:factor", "linear:matrix", "rbf:matrix", "rbf:factor", "rbf:dense"]
 

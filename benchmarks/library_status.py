@@ -7,7 +7,7 @@ hard wall-clock limit, answers verified against the model) with the free solvers
 project, by class: LP -> HiGHS; QP -> HiGHS and Ipopt (a cross-check: a wrong "optimal" is
 caught by a better verified point of the other solver); MILP -> HiGHS and SCIP; MIQP -> SCIP and
 milopt's own branch and bound ``bnb`` (MI-SVM, norm l2 only; it refuses the others); SOS1 -> SCIP;
-indicator constraints -> scip-native.  ``--solvers`` overrides the choice.  Relative gap 1e-7 (a proof needs 1e-6).
+indicator constraints -> SCIP.  ``--solvers`` overrides the choice.  Relative gap 1e-7 (a proof needs 1e-6).
 
 Status of an instance (MIPLIB 2017 convention):
 * easy: a verified run proved optimality (reported gap <= 1e-6, no verified point of any run
@@ -37,7 +37,7 @@ EASY_SECONDS = 60.0
 
 def status_solvers(inst, cls):
     if "INDICATOR" in inst.features:
-        return ["scip-native"]
+        return ["scip"]
     if "SOS" in inst.features:
         return ["scip"]
     return STATUS_SOLVERS.get(cls, ["scip"])

@@ -93,7 +93,7 @@ def conic_relaxation(bags, params, perspective=True):
     import scipy.sparse as sp
 
     from milopt.runner import build_formulation
-    from milopt.solvers.export import extract
+    from milopt.solvers.extract import extract
 
     form = "misvm-hull" if perspective is not None else "misvm-bigm"
     p = dict(params)

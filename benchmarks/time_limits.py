@@ -38,8 +38,8 @@ def main(argv=None) -> int:
     ap.add_argument("--milopt", default=shutil.which("milopt") or "milopt", help="the milopt executable to time")
     ap.add_argument("--only", default=None, help="run only the cases whose name contains this text")
     args = ap.parse_args(argv)
-    start, _ = run([sys.executable, "-c", "import milopt.cli, milopt.runner, milopt.metrics, milopt.solvers.export, "
-                    "milopt.solvers.builtin, milopt.models, pyomo.environ, pyscipopt, cyipopt"], 300)
+    start, _ = run([sys.executable, "-c", "import milopt.cli, milopt.runner, milopt.metrics, milopt.solvers.exporter, "
+                    "milopt.solvers.highs_backend, milopt.solvers.scip_backend, milopt.models, pyomo.environ, pyscipopt, cyipopt"], 300)
     print(f"process start-up (python and the imports of a solve: milopt, pyomo, scikit-learn, scipy, solvers): "
           f"{start:.1f} s")
     print(f"{'case':26s} {'limit':>6s} {'wall':>7s} {'solver':>7s} {'build':>7s} {'wall/limit':>10s} "

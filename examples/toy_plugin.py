@@ -22,7 +22,7 @@ the instances, each instance carrying its bag's label :math:`y_i \in \{-1, +1\}`
 **Method** ``centroid-svm``: a linear SVM on the bag centroids (scikit-learn's ``LinearSVC``).
 
 **Backend** ``scipy-lp``: LPs through ``scipy.optimize.linprog`` (HiGHS inside SciPy) on the
-matrix form that :func:`milopt.solvers.export.extract` returns.
+matrix form that :func:`milopt.solvers.extract.extract` returns.
 """
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def _scipy_version():
 def _run_scipy_lp(model, opts):
     from scipy.optimize import linprog
 
-    from milopt.solvers.export import extract
+    from milopt.solvers.extract import extract
 
     mf = extract(model)
     lo, hi = mf.row_lb, mf.row_ub

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import collections
 import importlib
+import contextlib
 import json
 import math
 import statistics
@@ -489,6 +490,39 @@ _OS_ERRORS = (
 )
 
 
+@contextlib.contextmanager
+def json_stdout(active: bool):
+    """With ``--json``, stdout holds the one JSON document and nothing else: while the command
+    runs, file descriptor 1 points at stderr (native solver code printing banners and logs from C
+    writes there), and Python's ``sys.stdout`` writes to the real standard output."""
+    if not active:
+        yield
+        return
+    import os
+
+    try:
+        sys.stdout.flush()
+        fd = sys.stdout.fileno()
+        saved = os.dup(fd)
+    except (AttributeError, OSError, ValueError):  # no real file behind stdout (captured): nothing to guard
+        yield
+        return
+    old = sys.stdout
+    real = os.fdopen(os.dup(saved), "w", encoding=getattr(old, "encoding", None) or "utf-8")
+    os.dup2(2, fd)
+    sys.stdout = real
+    try:
+        yield
+    finally:
+        try:
+            real.flush()
+        finally:
+            sys.stdout = old
+            os.dup2(saved, fd)
+            os.close(saved)
+            real.close()
+
+
 def main(argv=None) -> int:
     from milopt.errors import MiloptError
 
@@ -502,7 +536,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with json_stdout(bool(getattr(args, "json", False))):
+            return int(args.func(args) or 0)
     except MiloptError as exc:
         print(f"milopt: error: {exc}", file=sys.stderr)
         return 2

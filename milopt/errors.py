@@ -24,6 +24,10 @@ class UnsupportedProblemError(MiloptError):
     """The solver cannot handle the problem class (e.g. an MIQP sent to an LP/QP solver)."""
 
 
+class LicenceLimitError(UnsupportedProblemError):
+    """The instance exceeds the installed solver licence's size limit (a free edition)."""
+
+
 class NoSolutionError(MiloptError):
     """A solve ended without a usable solution and the caller asked for one."""
 

@@ -6,8 +6,13 @@ builder, a native algorithm and an estimator compute the same quantity with the 
 * :func:`standardize_stats` / :func:`standardize`: feature standardisation with training
   statistics (the scaling ``milopt fit`` applies per training fold, ``milopt solve`` /
   ``export`` on the whole data, and :class:`milopt.estimators.BagScaler` inside a pipeline).
-* :func:`bag_costs`, :func:`instance_cost`, :func:`misvm_objective`: the MI-SVM slack costs
-  and objective of Kent & Yu (eq. 5) / Andrews et al. (2002).
+* :func:`bag_costs`, :func:`instance_cost`, :func:`slack_costs`, :func:`slack_structure`: the
+  MI-SVM slack costs of Kent & Yu (eq. 5) / Andrews et al. (2002) and the slack groups of the
+  effective-set dual;
+* :func:`bag_slacks`, :func:`misvm_objective`, :func:`objective_from_scores`: the MI-SVM
+  objective (the one definition used by the models, the alternation and the estimators);
+* :func:`intercept_eq4`, :func:`best_intercept`: the intercept of a dual solution (Kent & Yu
+  eq. 4, or the minimiser of the primal loss over b).
 * :func:`sil_start`: the single-instance linear SVM used as a cheap feasible start.
 """
 from __future__ import annotations
@@ -16,9 +21,6 @@ import numpy as np
 
 from milopt.errors import InvalidParameterError, positive_number
 from milopt.segments import segment_max
-
-CLASS_WEIGHTS = ("kent-yu", "balanced", "none")
-
 
 # ----------------------------------------------------------------- scaling
 def standardize_stats(X: np.ndarray):
@@ -111,14 +113,113 @@ def bag_slacks(bags, scores: np.ndarray) -> np.ndarray:
     return np.where(bags.y == 1, np.maximum(0.0, 1.0 - mx), np.maximum(0.0, 1.0 + mx))
 
 
+def slack_costs(bags, C: float, class_weight="kent-yu"):
+    """(cost per bag :math:`C_I` (:func:`bag_costs`), cost of one negative-instance slack
+    (:func:`instance_cost`))."""
+    return bag_costs(bags, C, class_weight), instance_cost(bags, C, class_weight)
+
+
+#: slack forms of MI-SVM: one slack per negative bag (Kent & Yu) or per negative instance (Andrews)
+SLACKS = ("bag", "instance")
+
+
+def slack_structure(bags, C=1.0, class_weight="kent-yu", slack="bag"):
+    """Labels ±1, contiguous slack groups and group caps for the effective-set dual.
+
+    A positive bag's group is the bag (its witness alone is in the effective set); a negative
+    bag is one group (``slack="bag"``, Kent & Yu) or each of its instances is
+    (``slack="instance"``, Andrews et al.), with caps :func:`bag_costs` / :func:`instance_cost`.
+
+    Returns
+    -------
+    y : (n,) ±1 bag label of every instance
+    groups : (n,) group id
+    caps : (n_groups,)
+    """
+    if slack not in SLACKS:
+        raise InvalidParameterError(f"slack: expected 'bag' or 'instance', got {slack!r}")
+    y = np.where(bags.instance_bag_y == 1, 1.0, -1.0)
+    costs_bag, c_inst = slack_costs(bags, C, class_weight)
+    if slack == "bag":
+        return y, bags.bag_index.copy(), costs_bag
+    ptr = bags.bag_ptr
+    first = np.zeros(bags.n_instances, dtype=bool)
+    first[ptr[:-1]] = True
+    start = first | (y < 0)
+    groups = np.cumsum(start) - 1
+    caps_inst = np.where(y < 0, c_inst, costs_bag[bags.bag_index])
+    caps = caps_inst[start]
+    return y, groups, caps
+
+
+def objective_from_scores(bags, scores, regulariser: float, C=1.0, class_weight="kent-yu", slack="bag") -> float:
+    r"""MI-SVM objective for instance scores :math:`s_i = w^\top \phi(x_i) + b` and the value of the
+    regulariser (:math:`\tfrac12\lVert w\rVert^2` or :math:`\lVert w\rVert_1`), the slacks at their
+    optimum for those scores (the best witness of every positive bag):
+
+    ``slack="bag"``: :math:`r + \sum_I C_I \xi_I` with :math:`\xi_I` of :func:`bag_slacks`;
+    ``slack="instance"``: :math:`r + \sum_{Y_I=+1} C_I [1 - \max_{i\in I} s_i]_+
+    + c \sum_{i:\,Y_{I(i)}=-1} [1 + s_i]_+` with :math:`c` of :func:`instance_cost`.
+    """
+    scores = np.asarray(scores, dtype=float)
+    costs_bag, c_inst = slack_costs(bags, C, class_weight)
+    if slack == "bag":
+        return float(regulariser) + float(costs_bag @ bag_slacks(bags, scores))
+    if slack != "instance":
+        raise InvalidParameterError(f"slack: expected 'bag' or 'instance', got {slack!r}")
+    pos = bags.y == 1
+    mx = segment_max(scores, bags.bag_ptr)
+    negi = bags.instance_bag_y == 0
+    loss_pos = costs_bag[pos] @ np.maximum(0.0, 1.0 - mx[pos])
+    loss_neg = c_inst * np.maximum(0.0, 1.0 + scores[negi]).sum()
+    return float(regulariser + loss_pos + loss_neg)
+
+
 def misvm_objective(bags, w, b, C=1.0, class_weight="kent-yu", norm: str = "l2") -> float:
-    r"""MI-SVM objective of :math:`(w, b)` with optimal bag slacks:
+    r"""MI-SVM objective of a linear :math:`(w, b)` with optimal bag slacks:
     :math:`\tfrac12\lVert w\rVert^2 + \sum_I C_I \xi_I` (``norm="l2"``) or
-    :math:`\lVert w\rVert_1 + \sum_I C_I \xi_I` (``norm="l1"``)."""
+    :math:`\lVert w\rVert_1 + \sum_I C_I \xi_I` (``norm="l1"``) (:func:`objective_from_scores`)."""
     w = np.asarray(w, dtype=float)
-    xi = bag_slacks(bags, bags.X @ w + b)
     reg = float(np.abs(w).sum()) if str(norm).lower() == "l1" else float(0.5 * np.dot(w, w))
-    return reg + float(np.dot(bag_costs(bags, C, class_weight), xi))
+    return objective_from_scores(bags, bags.X @ w + b, reg, C, class_weight, "bag")
+
+
+# ----------------------------------------------------------------- intercept of a dual solution
+def intercept_eq4(raw, y, alpha, groups, caps, active, fallback=0.0, rel=1e-6):
+    r"""Kent & Yu eq. 4: :math:`b = y_i - \sum_j \alpha_j y_j K_{ij}` (``raw`` holds the sums)
+    averaged over the free indices (:math:`0 < \alpha_i` and the group of *i* below its cap);
+    without a free index ``fallback``, or when that is None :func:`best_intercept`."""
+    gsum = np.bincount(groups, weights=np.where(active, alpha, 0.0), minlength=caps.size)
+    open_ = (caps - gsum > rel * caps)[groups]
+    free = active & (alpha > rel * caps[groups]) & open_
+    if free.any():
+        return float(np.mean(y[free] - raw[free]))
+    if fallback is not None:
+        return float(fallback)
+    return best_intercept(raw, y, groups, caps, active)
+
+
+def best_intercept(raw, y, groups, caps, active, chunk=256):
+    r"""The b minimising :math:`\sum_g C_g \max_{i\in g} [1 - y_i(raw_i + b)]_+` (a convex
+    piecewise-linear function of b, minimised at one of its breakpoints :math:`b = y_i - raw_i`):
+    the intercept when no index is free."""
+    idx = np.flatnonzero(active)
+    cand = np.unique(y[idx] - raw[idx])
+    gid = np.unique(groups[idx], return_inverse=True)[1]
+    ng = gid.max() + 1
+    order = np.argsort(gid, kind="stable")
+    ptr = np.concatenate(([0], np.cumsum(np.bincount(gid, minlength=ng))))
+    gcaps = caps[np.unique(groups[idx])]
+    best, best_b = np.inf, 0.0
+    for s in range(0, cand.size, chunk):
+        bb = cand[s:s + chunk]
+        loss = np.maximum(0.0, 1.0 - y[idx][None, :] * (raw[idx][None, :] + bb[:, None]))
+        xi = np.maximum.reduceat(loss[:, order], ptr[:-1], axis=1)
+        val = xi @ gcaps
+        k = int(np.argmin(val))
+        if val[k] < best:
+            best, best_b = float(val[k]), float(bb[k])
+    return best_b
 
 
 # ----------------------------------------------------------------- starts

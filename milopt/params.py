@@ -53,6 +53,20 @@ def parse_bool(name: str, value) -> bool:
     raise InvalidParameterError(f"{name}: expected true or false, got {value!r}")
 
 
+def parse_seconds(name: str, value) -> float | None:
+    """A time limit as float seconds > 0 (finite), None for None; else one clear error
+    (``time_limit: expected seconds > 0, got 0``).  The one check of a time limit."""
+    if value is None:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if isinstance(value, bool) or not (v > 0 and math.isfinite(v)):
+        raise InvalidParameterError(f"{name}: expected seconds > 0, got {value!r}")
+    return v
+
+
 def parse_list(name: str, value, item=float) -> list:
     """A comma-separated string or a sequence as a list of ``item`` (float or int)."""
     if isinstance(value, str):

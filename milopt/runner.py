@@ -352,7 +352,7 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
 
     form = get_formulation(formulation)
     import milopt.metrics  # noqa: F401  (imports are process start-up, not part of the budget)
-    import milopt.solvers.export  # noqa: F401
+    import milopt.solvers.exporter  # noqa: F401
     t_start = time.perf_counter()  # the time limit covers loading, building, hand-off and solve
     if solver != "auto":
         backend = get_backend(solver)  # unknown / not installed: refuse before loading data or building

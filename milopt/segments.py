@@ -13,15 +13,13 @@ def segment_max(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
     return np.maximum.reduceat(values, ptr[:-1], axis=0)
 
 
-def segment_min(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
-    return np.minimum.reduceat(values, ptr[:-1], axis=0)
-
-
 def segment_sum(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    """Sum of ``values`` over each bag; ``values`` may be (n,) or (n, k)."""
     return np.add.reduceat(values, ptr[:-1], axis=0)
 
 
 def segment_mean(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    """Mean of ``values`` over each bag (bags are non-empty)."""
     sizes = np.diff(ptr)
     s = segment_sum(values, ptr)
     return s / (sizes if s.ndim == 1 else sizes[:, None])

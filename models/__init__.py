@@ -11,8 +11,11 @@ Two ways to register one (docs/architecture.md):
 
 * a module in this package that states the module-level contract (a docstring with the
   mathematics, ``PARAMS``, ``build``, ``decode``, ``PROBLEM_CLASS`` or ``problem_class(**params)``,
-  optionally ``default_start``/``predict``, or a ready ``FORMULATION`` object) and one line in
-  :data:`FORMULATIONS`; it is imported only when its name is asked for;
+  optionally ``default_start``/``predict``, or a ready ``FORMULATION`` object).  Nothing else
+  is edited: a module ``my_model.py`` whose source defines ``build`` and ``decode`` (read
+  without importing it) is the formulation ``my-model``; :data:`FORMULATIONS` lists the
+  built-in ones explicitly (and may give a module another public name).  A formulation module
+  is imported only when its name is asked for;
 * :func:`register_formulation` with a :class:`Formulation` (or a module) from anywhere, e.g. a
   plugin file loaded with ``milopt --plugin FILE`` or a bench configuration's ``imports``.
 
@@ -20,7 +23,10 @@ Importing this package does not import Pyomo.
 """
 from __future__ import annotations
 
+import ast
 import importlib
+from functools import lru_cache
+from pathlib import Path
 from typing import Callable
 
 from milopt.errors import InvalidParameterError
@@ -36,6 +42,34 @@ FORMULATIONS = {
     "dcmil-dca": "dcmil_dca",
     "dcmil-direction": "dcmil_direction",
 }
+
+
+@lru_cache(maxsize=1)
+def _discovered() -> dict:
+    """Formulation modules of this folder that :data:`FORMULATIONS` does not list: public name (the
+    module name with ``-`` for ``_``) -> module.  A module qualifies when its source defines
+    ``build`` and ``decode`` at module level (or assigns ``FORMULATION``); files starting with
+    ``_`` are helpers.  Read with :mod:`ast`, nothing is imported."""
+    listed = set(FORMULATIONS.values())
+    out = {}
+    for f in sorted(Path(__file__).parent.glob("*.py")):
+        if f.stem.startswith("_") or f.stem in listed:
+            continue
+        try:
+            body = ast.parse(f.read_text(encoding="utf-8")).body
+        except (OSError, SyntaxError, ValueError):
+            continue
+        defs = {n.name for n in body if isinstance(n, ast.FunctionDef)}
+        assigned = {t.id for n in body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        if {"build", "decode"} <= defs or "FORMULATION" in assigned:
+            out[f.stem.replace("_", "-")] = f.stem
+    return out
+
+
+def catalogue() -> dict:
+    """Every formulation module of this package: public name -> module (:data:`FORMULATIONS` and
+    the modules found by reading the folder)."""
+    return {**_discovered(), **FORMULATIONS}
 
 
 class Formulation:
@@ -119,8 +153,17 @@ class Formulation:
         return self.make_model(bags, **typed, **extra)
 
     def make_model(self, bags, **typed):
-        """``build_model`` with already validated parameters; the model records its formulation."""
+        """``build_model`` with already validated parameters; the model records its formulation
+        (``ModelInfo.formulation``; the attribute ``_milopt_formulation`` on a plain Pyomo model)."""
         model = self.build_model(bags, **typed)
+        rec = getattr(model, "__dict__", {}).get("_milopt")
+        if rec is not None:           # a MILModel: its ModelInfo, the class from the declaration when unset
+            rec.formulation = self.name
+            if rec.problem_class is None:
+                pc = self.problem_class(**typed)
+                if pc is not None:
+                    rec.problem_class, rec.features = pc[0], tuple(rec.features or pc[1])
+            return model
         try:
             model._milopt_formulation = self.name
         except AttributeError:  # pragma: no cover - a builder returning something else
@@ -166,13 +209,13 @@ def register_formulation(obj, name: str | None = None) -> Formulation:
 
 def names() -> list[str]:
     """Every formulation name, without importing any formulation module."""
-    return sorted(set(FORMULATIONS) | set(_REGISTERED))
+    return sorted(set(catalogue()) | set(_REGISTERED))
 
 
 def _load(name: str) -> Formulation | None:
     if name in _REGISTERED:
         return _REGISTERED[name]
-    mod_name = FORMULATIONS.get(name)
+    mod_name = catalogue().get(name)
     if mod_name is None:
         return None
     mod = importlib.import_module(f"milopt.models.{mod_name}")
@@ -185,7 +228,7 @@ def formulation(name: str) -> Formulation:
     """The :class:`Formulation` called ``name`` (CLI name or module name); imports only its module."""
     f = _load(name)
     if f is None:
-        for n, m in FORMULATIONS.items():
+        for n, m in catalogue().items():
             if m == name:
                 f = _load(n)
     if f is None:

@@ -61,11 +61,12 @@ from pyomo.core.expr.numeric_expr import LinearExpression
 from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError, InvalidParameterError
 from milopt.models._linear import add_linear_rows, var_list
-from milopt.params import Bool, Choice, Float, ParamSet
+from milopt.models.info import MILModel
+from milopt.params import Bool, Choice, Float, ParamSet, parse_bool
 
 PROBLEM_CLASS = "LP"
 
-#: keys accepted from the command line: name -> (type, default, help)
+#: keys accepted from the command line (milopt.params)
 PARAMS = ParamSet(
     nu=Float(1.0, "cost of the slacks (nu e'xi)", gt=0),
     theta=Float(1.0, "weight of the neighbours in the batch rule (0 = plain 1-norm SVM, no coordinates needed)", ge=0),
@@ -107,13 +108,9 @@ def check_theta(theta) -> float:
 
 
 def _as_bool(v, name) -> bool:
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, str) and v.lower() in ("true", "false", "1", "0", "yes", "no"):
-        return v.lower() in ("true", "1", "yes")
-    if isinstance(v, (int, np.integer)) and v in (0, 1):
-        return bool(v)
-    raise InvalidParameterError(f"{name}: expected true or false, got {v!r}")
+    """:func:`milopt.params.parse_bool` with the arguments in the order ``milopt.estimators.batch`` calls
+    it (kept only for that caller)."""
+    return parse_bool(name, v)
 
 
 def training_labels(bags: Bags) -> tuple[np.ndarray, str]:
@@ -233,7 +230,7 @@ def class_costs(d: np.ndarray, nu: float, class_weight="none") -> np.ndarray:
     raise InvalidParameterError(f"class_weight: expected 'none' or 'balanced', got {class_weight!r}")
 
 
-def build_lp(bags: Bags, P, nu: float, class_weight, name: str, meta: dict) -> pe.ConcreteModel:
+def build_lp(bags: Bags, P, nu: float, class_weight, name: str, meta: dict) -> MILModel:
     """The LP  min nu e'xi + e'v  s.t.  D P (B w - e gamma) + xi >= e,  -v <= w <= v,  xi >= 0.
 
     ``P`` is the (sparse or dense) block-diagonal operator applied to the pre-classifier values:
@@ -249,7 +246,7 @@ def build_lp(bags: Bags, P, nu: float, class_weight, name: str, meta: dict) -> p
     DPB = PB * d[:, None]
     DPe = Pe * d
 
-    mdl = pe.ConcreteModel(name=name)
+    mdl = MILModel(name=name)
     mdl.F = pe.RangeSet(0, n - 1)
     mdl.I = pe.RangeSet(0, m - 1)
     mdl.w = pe.Var(mdl.F, initialize=0.0)
@@ -274,15 +271,15 @@ def build_lp(bags: Bags, P, nu: float, class_weight, name: str, meta: dict) -> p
     mdl.obj = pe.Objective(expr=LinearExpression(constant=0.0, linear_coefs=coefs[nzc].tolist(),
                                                  linear_vars=[vars_[j] for j in nzc]), sense=pe.minimize)
     assert nv == 2 * n + 1 + m
-    mdl._milopt_class = PROBLEM_CLASS
-    mdl._milopt_meta = {"n_features": n, "instances": m, "labels": label_source, "costs": costs, **meta}
-    mdl._milopt_bags = bags
+    mdl._milopt.problem_class = PROBLEM_CLASS
+    mdl._milopt.meta = {"n_features": n, "instances": m, "labels": label_source, "costs": costs, **meta}
+    mdl._milopt.bags = bags
     return mdl
 
 
 # ----------------------------------------------------------------------------- model
 def build(bags: Bags, nu: float = 1.0, theta: float = 1.0, alpha: float = 0.5, thresholded=True,
-          distance: str = "euclidean", class_weight="none", **unused) -> pe.ConcreteModel:
+          distance: str = "euclidean", class_weight="none", **unused) -> MILModel:
     """Build the BatchSVM LP (eq. 4) for ``bags``.
 
     Parameters
@@ -309,7 +306,7 @@ def build(bags: Bags, nu: float = 1.0, theta: float = 1.0, alpha: float = 0.5, t
     if unused:
         raise InvalidParameterError(f"batchsvm-lp: unknown parameter(s) {sorted(unused)}; accepted: {sorted(PARAMS)}")
     theta = check_theta(theta)
-    thresholded = _as_bool(thresholded, "thresholded")
+    thresholded = parse_bool("thresholded", thresholded)
     if theta != 0.0:
         require_coords(bags)
     P = batch_operator(bags, theta, alpha, thresholded, distance)
@@ -320,13 +317,13 @@ def build(bags: Bags, nu: float = 1.0, theta: float = 1.0, alpha: float = 0.5, t
 
 def decode(model) -> dict:
     """Learned classifier: w, gamma, slacks xi, the bound v, and the LP parameters."""
-    n = model._milopt_meta["n_features"]
-    m = model._milopt_meta["instances"]
+    n = model._milopt.meta["n_features"]
+    m = model._milopt.meta["instances"]
     w = np.array([pe.value(model.w[k], exception=False) or 0.0 for k in range(n)])
     gamma = float(pe.value(model.gamma, exception=False) or 0.0)
     xi = np.array([pe.value(model.xi[i], exception=False) or 0.0 for i in range(m)])
     v = np.array([pe.value(model.v[k], exception=False) or 0.0 for k in range(n)])
-    meta = model._milopt_meta
+    meta = model._milopt.meta
     out = {"w": w, "gamma": gamma, "xi": xi, "v": v, "labels": meta["labels"]}
     for key in ("theta", "alpha", "thresholded", "distance", "sigma"):
         if key in meta:

@@ -3,7 +3,7 @@ r"""DC-MIL: the convex subproblem of one DC-algorithm (DCA) iteration (a convex 
 Astorino, A., Fuduli, A., Giallombardo, G., Miglionico, G. "SVM-based multiple instance
 classification via DC optimization", *Algorithms* 12(12):249, 2019, eqs. 1–3.
 
-The MIL error function :math:`f = f_1 - f_2` (see ``milopt.algorithms.dcmil``) has
+The MIL error function :math:`f = f_1 - f_2` (:mod:`milopt.mil.dcmil`) has
 
 .. math::
 
@@ -37,16 +37,18 @@ from pyomo.core.expr.numeric_expr import LinearExpression
 
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
+from milopt.mil.dcmil import DCMILObjective, starting_point
 from milopt.models._linear import add_linear_rows, var_list
+from milopt.models.info import MILModel
 from milopt.params import Float, ParamSet
 
 PROBLEM_CLASS = "QP"
 
-#: keys accepted from the command line: name -> (type, default, help)
+#: keys accepted from the command line (milopt.params)
 PARAMS = ParamSet(C=Float(1.0, "misclassification cost", gt=0))
 
 
-def build(bags: Bags, C: float = 1.0, g2=None, z0=None, **unused) -> pe.ConcreteModel:
+def build(bags: Bags, C: float = 1.0, g2=None, z0=None, **unused) -> MILModel:
     """Build the DCA subproblem.
 
     Parameters
@@ -61,8 +63,6 @@ def build(bags: Bags, C: float = 1.0, g2=None, z0=None, **unused) -> pe.Concrete
         Current point (w, b) (default: the paper's starting point); used for ``g2`` and as the
         initial variable values.
     """
-    from milopt.algorithms.dcmil import DCMILObjective, starting_point
-
     if unused:
         raise InvalidParameterError(f"dcmil-dca: unknown parameter(s) {sorted(unused)}; accepted: {sorted(PARAMS)} "
                                     "(and g2, z0)")
@@ -89,7 +89,7 @@ def build(bags: Bags, C: float = 1.0, g2=None, z0=None, **unused) -> pe.Concrete
     rank[P] = np.arange(nP)
     rank[N] = np.arange(nN)
 
-    m = pe.ConcreteModel(name="dcmil_dca")
+    m = MILModel(name="dcmil_dca")
     m.F = pe.RangeSet(0, d - 1)
     m.POS = pe.Set(initialize=P.tolist(), ordered=True)
     m.NEG = pe.Set(initialize=N.tolist(), ordered=True)
@@ -120,16 +120,16 @@ def build(bags: Bags, C: float = 1.0, g2=None, z0=None, **unused) -> pe.Concrete
     m.obj = pe.Objective(expr=0.5 * pe.quicksum(m.w[k] ** 2 for k in range(d))
                          + LinearExpression(constant=0.0, linear_coefs=lin_coefs, linear_vars=lin_vars),
                          sense=pe.minimize)
-    m._milopt_class = PROBLEM_CLASS
-    m._milopt_meta = {"n_features": d, "instances": n, "C": obj.C, "z0": z0}
-    m._milopt_bags = bags
+    m._milopt.problem_class = PROBLEM_CLASS
+    m._milopt.meta = {"n_features": d, "instances": n, "C": obj.C, "z0": z0}
+    m._milopt.bags = bags
     return m
 
 
 def set_linearisation(model, g2) -> None:
     """Replace the f2 subgradient in the objective (next DCA iteration)."""
     g2 = np.asarray(g2, dtype=float)
-    d = model._milopt_meta["n_features"]
+    d = model._milopt.meta["n_features"]
     if g2.shape != (d + 1,):
         raise InvalidParameterError(f"g2: expected shape ({d + 1},), got {g2.shape}")
     model.g2w.store_values(dict(enumerate(g2[:-1].tolist())))
@@ -138,10 +138,8 @@ def set_linearisation(model, g2) -> None:
 
 def decode(model) -> dict:
     """The point (w, b) and f, f1, f2 there (recomputed from the data, not from the epigraph)."""
-    from milopt.algorithms.dcmil import DCMILObjective
-
-    d = model._milopt_meta["n_features"]
+    d = model._milopt.meta["n_features"]
     w = np.array([pe.value(model.w[k], exception=False) or 0.0 for k in range(d)])
     b = float(pe.value(model.b, exception=False) or 0.0)
-    e = DCMILObjective(model._milopt_bags, model._milopt_meta["C"]).evaluate(np.append(w, b))
+    e = DCMILObjective(model._milopt.bags, model._milopt.meta["C"]).evaluate(np.append(w, b))
     return {"w": w, "b": b, "f": e.f, "f1": e.f1, "f2": e.f2}

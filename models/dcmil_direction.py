@@ -17,7 +17,7 @@ subgradients and linearisation errors of :math:`f_1` and a subgradient :math:`g^
 
 Its dual is :math:`\min_{\lambda \in \Delta}\tfrac12\lVert\sum_i \lambda_i (g^{(1)}_i - g^{(2)})\rVert^2
 + \sum_i\lambda_i(\alpha^{(1)}_i - \alpha^{(2)})` over the unit simplex, which
-``milopt.algorithms.dcmil.simplex_qp`` solves natively; this model is its algebraic
+``milopt.algorithms.qp_simplex.simplex_qp`` solves natively (for DCPCA); this model is its algebraic
 counterpart (tests check that both reach the same optimum through the driver).
 
 From the command line (``milopt solve dcmil-direction --data musk1 --solver highs``) the bundle
@@ -31,12 +31,14 @@ import pyomo.environ as pe
 import scipy.sparse as sp
 
 from milopt.errors import InvalidParameterError
+from milopt.mil.dcmil import bundle_after
 from milopt.models._linear import add_linear_rows, var_list
+from milopt.models.info import MILModel
 from milopt.params import Float, Int, ParamSet
 
 PROBLEM_CLASS = "QP"
 
-#: keys accepted from the command line: name -> (type, default, help)
+#: keys accepted from the command line (milopt.params)
 PARAMS = ParamSet(
     C=Float(1.0, "misclassification cost of the DC-MIL function", gt=0),
     iterations=Int(0, "DCPCA main iterations from the paper's start before taking the bundle (0: initial bundle)",
@@ -44,25 +46,15 @@ PARAMS = ParamSet(
 )
 
 
-def bundle_at_start(bags, C: float = 1.0, iterations: int = 0):
-    """DCPCA's bundle (G1, alpha1, g2) at the paper's starting point, after ``iterations`` iterations."""
-    from milopt.algorithms.dcmil import dcpca
-
-    if int(iterations) < 0:
-        raise InvalidParameterError(f"iterations: expected >= 0, got {iterations}")
-    res = dcpca(bags, C=C, max_iter=int(iterations), theta=0.0, keep_bundle=True, history=False)
-    G1, A1, g2 = res.extra["bundle"]
-    return G1, A1, g2
-
-
 def build(bags=None, C: float = 1.0, iterations: int = 0, G1=None, alpha1=None, g2=None, alpha2: float = 0.0,
-          **unused) -> pe.ConcreteModel:
+          **unused) -> MILModel:
     """Build QP(I) from bundle data (``G1``, ``alpha1``, ``g2``) or, given ``bags``, from DCPCA's bundle.
 
     Parameters
     ----------
     bags : Bags, optional
-        Used only when ``G1`` is not given.
+        Used only when ``G1`` is not given: the bundle is then DCPCA's after ``iterations``
+        iterations from the paper's start (:func:`milopt.mil.dcmil.bundle_after`).
     G1 : (k, n) array
         Subgradients of f1 (rows).
     alpha1 : (k,) array
@@ -78,7 +70,7 @@ def build(bags=None, C: float = 1.0, iterations: int = 0, G1=None, alpha1=None, 
     if G1 is None:
         if bags is None:
             raise InvalidParameterError("dcmil-direction: give bundle data (G1, alpha1, g2) or bags")
-        G1, alpha1, g2 = bundle_at_start(bags, C, iterations)
+        G1, alpha1, g2 = bundle_after(bags, C, iterations)
     G1 = np.atleast_2d(np.asarray(G1, dtype=float))
     k, n = G1.shape
     alpha1 = np.zeros(k) if alpha1 is None else np.asarray(alpha1, dtype=float).ravel()
@@ -92,7 +84,7 @@ def build(bags=None, C: float = 1.0, iterations: int = 0, G1=None, alpha1=None, 
     if not (np.all(np.isfinite(G1)) and np.all(np.isfinite(alpha1)) and np.all(np.isfinite(g2))):
         raise InvalidParameterError("dcmil-direction: bundle data must be finite")
 
-    m = pe.ConcreteModel(name="dcmil_direction")
+    m = MILModel(name="dcmil_direction")
     m.N = pe.RangeSet(0, n - 1)
     m.I = pe.RangeSet(0, k - 1)
     m.d = pe.Var(m.N, initialize=0.0)
@@ -102,14 +94,14 @@ def build(bags=None, C: float = 1.0, iterations: int = 0, G1=None, alpha1=None, 
     A = sp.csr_matrix(np.hstack([-(G1 - g2[None, :]), np.ones((k, 1))]))
     add_linear_rows(m, "cut", A, vars_, lb=-alpha1 + float(alpha2))
     m.obj = pe.Objective(expr=m.v + 0.5 * pe.quicksum(m.d[j] ** 2 for j in range(n)), sense=pe.minimize)
-    m._milopt_class = PROBLEM_CLASS
-    m._milopt_meta = {"n": n, "bundle": k}
+    m._milopt.problem_class = PROBLEM_CLASS
+    m._milopt.meta = {"n": n, "bundle": k}
     return m
 
 
 def decode(model) -> dict:
     """Direction d, predicted reduction v, and the objective v + ½‖d‖²."""
-    n = model._milopt_meta["n"]
+    n = model._milopt.meta["n"]
     d = np.array([pe.value(model.d[j], exception=False) or 0.0 for j in range(n)])
     v = float(pe.value(model.v, exception=False) or 0.0)
     return {"d": d, "v": v, "objective": v + 0.5 * float(d @ d), "norm_d": float(np.linalg.norm(d))}

@@ -51,7 +51,11 @@ import scipy.sparse as sp
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.models._linear import add_linear_rows, add_quadratic_objective, var_list
+from milopt.models.info import MILModel
+from milopt.models.info import info as model_info
+from milopt.numerics import intercept_eq4, sil_start, slack_structure
 from milopt.params import Choice, Float, ParamSet
+from milopt.segments import segment_argmax
 
 PROBLEM_CLASS = "QP"
 
@@ -70,21 +74,17 @@ PARAMS = ParamSet(
 
 def default_witnesses(bags: Bags, rule="sil", random_state=0) -> np.ndarray:
     """Witness row of every positive bag by the documented rule (``sil`` or ``first``)."""
-    from milopt.segments import segment_argmax
-
     pos = np.flatnonzero(bags.y == 1)
     if rule == "first":
         return bags.bag_ptr[:-1][pos].copy()
     if rule == "sil":
-        from milopt.numerics import sil_start
-
         w, b = sil_start(bags, C=1.0, random_state=random_state)
         return segment_argmax(bags.X @ w + b, bags.bag_ptr)[pos]
     raise InvalidParameterError(f"witness: expected 'sil' or 'first', got {rule!r}")
 
 
 def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight="kent-yu", slack="bag",
-          witness="sil", witnesses=None, form="auto", **unused) -> pe.ConcreteModel:
+          witness="sil", witnesses=None, form="auto", **unused) -> MILModel:
     """Build the dual QP for ``bags`` and a witness selection.
 
     Parameters
@@ -100,7 +100,6 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
     form : {'auto', 'matrix', 'factor', 'dense'}
         ``auto``: ``factor`` for the linear kernel (rank d), ``matrix`` for RBF.
     """
-    from milopt.algorithms.mi_heuristics import slack_structure
     from milopt.features.kernels import check_kernel, kernel_matrix
 
     if unused:
@@ -130,7 +129,7 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
     n, G = E.size, gE.size
     KE = kernel_matrix(bags.X[E], None, kernel, gamma)
 
-    m = pe.ConcreteModel(name="misvm_dual_qp")
+    m = MILModel(name="misvm_dual_qp")
     m.E = pe.RangeSet(0, n - 1)
     m.alpha = pe.Var(m.E, domain=pe.NonNegativeReals, initialize=0.0)
     avars = var_list(m.alpha)
@@ -146,16 +145,27 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
         rows = np.searchsorted(multi, ginv[~single])
         A = sp.csr_matrix((np.ones(rows.size), (rows, np.flatnonzero(~single))), shape=(multi.size, n))
         add_linear_rows(m, "cap", A, avars, lb=0.0, ub=caps[multi], index=multi.tolist())
+    _objective(m, form, bags.X[E] if kernel == "linear" else None, KE, y, avars)
+    m._milopt.problem_class = PROBLEM_CLASS
+    m._milopt.meta = {"E": E, "y": y, "groups": ginv, "caps": caps, "K": KE, "kernel": kernel, "gamma": gamma,
+                      "witnesses": witnesses, "slack": slack, "C": C, "class_weight": class_weight}
+    m._milopt.bags = bags
+    return m
+
+
+def _objective(m, form: str, XE, KE, y, avars) -> None:
+    """max Σα - ½ αᵀQα with Q = (y yᵀ) ∘ K_EE written as ``form`` (module docstring): ``matrix``
+    (the matrices kept by :func:`models._linear.add_quadratic_objective`), ``factor`` (u = Lᵀ(y∘α)
+    with K_EE = LLᵀ, L = X_E for the linear kernel (``XE``), else an eigen-factor) or ``dense``."""
+    n = y.size
     if form == "matrix":
-        # max Σα - ½ αᵀQα with Q = (y yᵀ) ∘ K_EE, held as matrices (models._linear.add_quadratic_objective)
         negQ = np.outer(-y, y)
         negQ *= KE                                   # -Q in one n x n array (no temporaries)
         add_quadratic_objective(m, "obj", avars, c=np.ones(n), Q=negQ, sense=pe.maximize)
-        quad = None
-    lin = pe.quicksum(avars) if form != "matrix" else None
+        return
     if form == "factor":
-        if kernel == "linear":
-            L = bags.X[E]
+        if XE is not None:
+            L = XE
         else:
             lam, U = np.linalg.eigh(KE)
             keep = lam > 1e-10 * max(lam.max(), 1e-300)
@@ -167,25 +177,18 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
         A = sp.hstack([sp.identity(r, format="csr"), sp.csr_matrix(-(L * y[:, None]).T)], format="csr")
         add_linear_rows(m, "factor", A, var_list(m.u, m.alpha), lb=0.0, ub=0.0)
         quad = 0.5 * pe.quicksum(m.u[k] ** 2 for k in range(r))
-    elif form == "dense":
+    else:
         Q = KE * np.outer(y, y)
         iu, ju = np.triu_indices(n)
         coef = np.where(iu == ju, 0.5, 1.0) * Q[iu, ju]
         quad = pe.quicksum(float(c) * avars[i] * avars[j] for c, i, j in zip(coef.tolist(), iu.tolist(), ju.tolist()))
-    if form != "matrix":
-        m.obj = pe.Objective(expr=lin - quad, sense=pe.maximize)
-    m._milopt_class = PROBLEM_CLASS
-    m._milopt_meta = {"E": E, "y": y, "groups": ginv, "caps": caps, "K": KE, "kernel": kernel, "gamma": gamma,
-                      "witnesses": witnesses, "slack": slack, "C": C, "class_weight": class_weight}
-    m._milopt_bags = bags
-    return m
+    m.obj = pe.Objective(expr=pe.quicksum(avars) - quad, sense=pe.maximize)
 
 
 def decode(model) -> dict:
     """α over the effective set, the intercept by eq. 4, the witnesses, and w for the linear kernel."""
-    from milopt.algorithms.mi_heuristics import intercept_eq4
-
-    meta = model._milopt_meta
+    rec = model_info(model)
+    meta = rec.meta
     E, y, K = meta["E"], meta["y"], meta["K"]
     alpha = np.array([pe.value(model.alpha[i], exception=False) or 0.0 for i in range(E.size)])
     alpha = np.maximum(alpha, 0.0)
@@ -194,13 +197,13 @@ def decode(model) -> dict:
     out = {"alpha": alpha, "b": b, "effective": E, "witnesses": meta["witnesses"],
            "dual_objective": float(alpha.sum() - 0.5 * alpha @ (y * raw))}
     if meta["kernel"] == "linear":
-        out["w"] = model._milopt_bags.X[E].T @ (alpha * y)
+        out["w"] = rec.bags.X[E].T @ (alpha * y)
     return out
 
 
 def primal_objective(model, alpha=None, b=None) -> float:
     """Primal objective ½‖w‖² + Σ_g C_g ξ_g of (α, b) on the model's effective set."""
-    meta = model._milopt_meta
+    meta = model_info(model).meta
     y, K, groups, caps = meta["y"], meta["K"], meta["groups"], meta["caps"]
     if alpha is None or b is None:
         d = decode(model)

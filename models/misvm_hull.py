@@ -15,7 +15,7 @@ convex objective, the perspective formulation of Ceria & Soares, *Convex program
 disjunctive convex optimization*, Math. Programming 86, 1999, and Stubbs & Mehrotra 1999).
 The disjuncts must be bounded for the hull to be closed and useful, so every solution with
 objective at most an incumbent value :math:`F` is confined to the box of
-:func:`milopt.models.misvm_bigm.incumbent_bounds` (:math:`\lVert w\rVert \le W = \sqrt{2F}`,
+:func:`milopt.mil.bigm.incumbent_bounds` (:math:`\lVert w\rVert \le W = \sqrt{2F}`,
 :math:`b \in [b^-, b^+]`, :math:`0 \le \xi_I \le \bar\xi_I = F/C_I`).  For every positive bag
 *I* with at least two instances and every :math:`j \in I`, a binary :math:`\lambda_j` (*j* is the
 designated witness) and a copy :math:`(w^j, b^j, \xi^j, t^j)`:
@@ -50,6 +50,8 @@ Size: one copy of w per positive-bag instance: :math:`\sum_{Y_I=+1}|I|\cdot d` e
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyomo.environ as pe
 import scipy.sparse as sp
@@ -57,30 +59,33 @@ from pyomo.common.gc_manager import PauseGC
 
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
-from milopt.models import misvm_bigm as _bigm
+from milopt.mil.bigm import hull_interior, incumbent, incumbent_bounds, known_bound
 from milopt.models._linear import add_linear_rows, var_list
+from milopt.models.info import MILModel
+from milopt.models.info import info as model_info
+from milopt.numerics import bag_costs
+from milopt.params import Bool, Choice, Float, ParamSet, parse_bool
+from milopt.segments import segment_argmax, segment_max
 
-PROBLEM_CLASS = "MIQCQP"
-
-#: keys accepted from the command line: name -> (type, default, help)
-PARAMS = {
-    "C": (float, 1.0, "misclassification cost"),
-    "class_weight": (str, "kent-yu", "kent-yu | balanced | none"),
-    "perspective": (bool, True, "true: rotated-cone perspective of 1/2||w||^2 per witness copy (MIQCQP); "
-                                "false: box |w^j_k| <= W lambda_j (MIQP)"),
-    "reduce": (bool, False, "drop instances inside the convex hull of the other instances of their bag"),
-    "warm_start": (bool, True, "start from the incumbent of misvm-bigm (its objective F also gives the box)"),
-    "upper_bound": (float, None, "objective of a known feasible point (tightens the box)"),
-}
+#: keys accepted from the command line (milopt.params)
+PARAMS = ParamSet(
+    C=Float(1.0, "misclassification cost", gt=0),
+    class_weight=Choice("kent-yu", ("kent-yu", "balanced", "none"), "kent-yu | balanced | none"),
+    perspective=Bool(True, "true: rotated-cone perspective of 1/2||w||^2 per witness copy (MIQCQP); "
+                           "false: box |w^j_k| <= W lambda_j (MIQP)"),
+    reduce=Bool(False, "drop instances inside the convex hull of the other instances of their bag"),
+    warm_start=Bool(True, "start from the incumbent of misvm-bigm (its objective F also gives the box)"),
+    upper_bound=Float(None, "objective of a known feasible point (tightens the box)", finite=False),
+)
 
 
 def problem_class(perspective=True, **unused):
     """MIQCQP with the perspective cones, MIQP with the box."""
-    return ("MIQCQP" if perspective in (True, "true", "True", 1, None) else "MIQP"), ()
+    return ("MIQCQP" if perspective is None or parse_bool("perspective", perspective) else "MIQP"), ()
 
 
 def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", perspective: bool = True, reduce: bool = False,
-          warm_start: bool = False, upper_bound: float | None = None, **unused) -> pe.ConcreteModel:
+          warm_start: bool = False, upper_bound: float | None = None, **unused) -> MILModel:
     """Build the convex-hull MI-SVM model (module docstring).
 
     Parameters
@@ -92,17 +97,17 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", perspective: bool 
         Perspective cones (MIQCQP) or box-disaggregated hull (MIQP).
     reduce : bool
         Drop instances inside the convex hull of the rest of their bag
-        (:func:`milopt.models.misvm_bigm.hull_interior`; optimum unchanged).
+        (:func:`milopt.mil.bigm.hull_interior`; optimum unchanged).
     warm_start : bool
-        Compute the incumbent of :func:`milopt.models.misvm_bigm.incumbent`; its objective gives
-        F, its point the model's starting values (``model._milopt_start``).  ``milopt solve``
+        Compute the incumbent of :func:`milopt.mil.bigm.incumbent`; its objective gives
+        F, its point the model's starting values (``ModelInfo.start``).  ``milopt solve``
         defaults to true.
     upper_bound : float, optional
         Objective of a known feasible point.
 
     Returns
     -------
-    pyomo.environ.ConcreteModel
+    MILModel
         Components ``w, b, xi, lam, wc, bc, xc`` (+ ``t, tau, cone, tau_def, persp_obj, t_cap``
         with the perspective; + ``wbox_lo, wbox_hi`` with the box), rows ``margin`` (hard
         rows), ``choose, link_w, link_b, link_xi, margin_hull, bcopy_lo, bcopy_hi, xcopy,
@@ -110,9 +115,62 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", perspective: bool 
     """
     if unused:
         raise InvalidParameterError(f"misvm-hull: unknown parameter(s) {sorted(unused)}; accepted: {sorted(PARAMS)}")
-    for name, v in (("perspective", perspective), ("reduce", reduce), ("warm_start", warm_start)):
-        if not isinstance(v, (bool, np.bool_)):
-            raise InvalidParameterError(f"{name}: expected true or false, got {v!r}")
+    p = plan(bags, C, class_weight, perspective, reduce, warm_start, upper_bound)
+    d, B = bags.n_features, bags.n_bags
+    m = MILModel(name="misvm_hull")
+    cols = _variables(m, p, d, B)
+    _hard_rows(m, bags, p, cols)
+    _hull_rows(m, bags, p, cols)
+    cost = p.costs.tolist()
+    xi_term = pe.quicksum(cost[I] * m.xi[I] for I in range(B))
+    if p.perspective:
+        _perspective(m, bags, p, cols)
+        m.obj = pe.Objective(expr=m.tau + xi_term, sense=pe.minimize)
+        cls = problem_class(True)[0]
+    else:
+        _box(m, p, cols, d)
+        m.obj = pe.Objective(expr=0.5 * pe.quicksum(m.w[q] ** 2 for q in range(d)) + xi_term, sense=pe.minimize)
+        cls = problem_class(False)[0]
+    info = m._milopt
+    info.problem_class = cls if p.J.size else cls[2:]    # no disjunction: QCQP / QP
+    inc, bnd = p.incumbent, p.bounds
+    info.meta = {"costs": p.costs, "n_features": d, "instances": bags.n_instances, "C": float(C),
+                 "class_weight": class_weight, "perspective": p.perspective, "upper_bound": p.F, "bounds": bnd,
+                 "removed": p.removed, "big_m": bnd["L"], "disjuncts": int(p.J.size),
+                 "incumbent": None if inc is None else inc["objective"],
+                 "incumbent_source": None if inc is None else inc["source"]}
+    info.bags = bags
+    if inc is not None:
+        set_start(m, inc["w"], inc["b"])
+        info.start = True
+    return m
+
+
+@dataclass
+class HullPlan:
+    """The numbers of a hull build, computed without Pyomo (:func:`plan`): costs, incumbent, F,
+    the box ``bounds`` of :func:`~milopt.mil.bigm.incumbent_bounds`, the removed instances, the
+    disjuncts ``J`` (kept instances of positive bags with at least two kept instances), the
+    plain rows ``hard``, the bags in hull form ``HB`` and each disjunct's row in ``HB``."""
+
+    perspective: bool
+    costs: np.ndarray
+    incumbent: dict | None
+    F: float
+    bounds: dict
+    removed: np.ndarray
+    J: np.ndarray
+    hard: np.ndarray
+    HB: np.ndarray
+    hb_row: np.ndarray
+
+
+def plan(bags: Bags, C: float = 1.0, class_weight="kent-yu", perspective: bool = True, reduce: bool = False,
+         warm_start: bool = False, upper_bound: float | None = None) -> HullPlan:
+    """Everything :func:`build` computes before it creates a Pyomo component (parameters as :func:`build`)."""
+    perspective = parse_bool("perspective", perspective)
+    reduce = parse_bool("reduce", reduce)
+    warm_start = parse_bool("warm_start", warm_start)
     if bags.n_classes > 2:
         raise InvalidParameterError("misvm-hull: binary bag labels (0/1) are required")
     if upper_bound is not None:
@@ -120,39 +178,31 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", perspective: bool 
             upper_bound = float(upper_bound)
         except (TypeError, ValueError):
             raise InvalidParameterError(f"upper_bound: expected a number, got {upper_bound!r}") from None
-    X, ptr = bags.X, bags.bag_ptr
-    n, d = X.shape
-    B = bags.n_bags
-    costs = _bigm.bag_costs(bags, C, class_weight)
-    inc = _bigm.incumbent(bags, C, class_weight) if warm_start else None
-    F = _bigm.trivial_upper_bound(costs, bags.y)
-    if upper_bound is not None and np.isfinite(upper_bound):
-        F = min(F, upper_bound)
-    if inc is not None:
-        F = min(F, inc["objective"])
-    removed = _bigm.hull_interior(bags) if reduce else np.zeros(n, dtype=bool)
+    n, B = bags.n_instances, bags.n_bags
+    costs = bag_costs(bags, C, class_weight)
+    inc, F = known_bound(bags, costs, C, class_weight, "l2", upper_bound, with_incumbent=warm_start)
+    removed = hull_interior(bags) if reduce else np.zeros(n, dtype=bool)
     kept = ~removed
-    bnd = _bigm.incumbent_bounds(bags, costs, F, "l2", mask=kept)
-    Fb, W, L = bnd["F"], bnd["W"], bnd["L"]
-    pos_bag = bags.y == 1
-    inst_pos = pos_bag[bags.bag_index]
-    sizes = np.add.reduceat(kept.astype(np.int64), ptr[:-1])
-    hull_inst = inst_pos & kept & (sizes[bags.bag_index] >= 2)    # disjuncts
+    bnd = incumbent_bounds(bags, costs, F, "l2", mask=kept)
+    sizes = np.add.reduceat(kept.astype(np.int64), bags.bag_ptr[:-1])
+    hull_inst = (bags.y == 1)[bags.bag_index] & kept & (sizes[bags.bag_index] >= 2)    # disjuncts
     J = np.flatnonzero(hull_inst)
-    nJ = J.size
-    hard = np.flatnonzero(kept & ~hull_inst)                      # plain margin rows
-    HB = np.unique(bags.bag_index[J])                              # bags in hull form
+    HB = np.unique(bags.bag_index[J])
     hb_row = np.full(B, -1)
     hb_row[HB] = np.arange(HB.size)
-    jb = bags.bag_index[J]
-    persp = bool(perspective)
+    return HullPlan(perspective=perspective, costs=costs, incumbent=inc, F=F, bounds=bnd, removed=removed, J=J,
+                    hard=np.flatnonzero(kept & ~hull_inst), HB=HB, hb_row=hb_row)
 
-    m = pe.ConcreteModel(name="misvm_hull")
+
+def _variables(m, p: HullPlan, d: int, B: int) -> dict:
+    """Variables ``w, b, xi, lam, wc, bc, xc`` (+ ``t, tau`` with the perspective) in the box, and the
+    column offsets of each block in ``cols["vars"]``."""
+    bnd, W, J, nJ = p.bounds, p.bounds["W"], p.J, p.J.size
     with PauseGC():
         m.F = pe.RangeSet(0, d - 1)
         m.BAGS = pe.RangeSet(0, B - 1)
         m.J = pe.Set(initialize=J.tolist(), ordered=True)
-        m.HB = pe.Set(initialize=HB.tolist(), ordered=True)
+        m.HB = pe.Set(initialize=p.HB.tolist(), ordered=True)
         m.w = pe.Var(m.F, bounds=(-W, W), initialize=0.0)
         m.b = pe.Var(bounds=(bnd["b_lo"] if np.isfinite(bnd["b_lo"]) else None,
                              bnd["b_hi"] if np.isfinite(bnd["b_hi"]) else None), initialize=0.0)
@@ -162,116 +212,127 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", perspective: bool 
         m.bc = pe.Var(m.J, initialize=0.0)
         m.xc = pe.Var(m.J, domain=pe.NonNegativeReals, initialize=0.0)
         comps = [m.w, m.b, m.xi, m.lam, m.wc, m.bc, m.xc]
-        if persp:
+        if p.perspective:
             m.t = pe.Var(m.J, domain=pe.NonNegativeReals, initialize=0.0)
             m.tau = pe.Var(domain=pe.NonNegativeReals, initialize=0.0)
             comps += [m.t, m.tau]
         vars_ = var_list(*comps)
-        nv = len(vars_)
-    o_b, o_xi, o_lam = d, d + 1, d + 1 + B
+    o_lam = d + 1 + B
     o_wc = o_lam + nJ
     o_bc = o_wc + nJ * d
     o_xc = o_bc + nJ
     o_t = o_xc + nJ
-    o_tau = o_t + nJ
+    cols = {"vars": vars_, "n": len(vars_), "b": d, "xi": d + 1, "lam": o_lam, "wc": o_wc, "bc": o_bc, "xc": o_xc,
+            "t": o_t, "tau": o_t + nJ}
     assert vars_[o_wc + d + 1] is m.wc[J[1], 1] if nJ > 1 and d > 1 else True
+    return cols
 
-    def mat(rows, cols, vals, nrows):
-        return sp.csr_matrix((np.asarray(vals, dtype=float), (np.asarray(rows), np.asarray(cols))), shape=(nrows, nv))
 
-    # hard margin rows: negative bags, positive bags with one (kept) instance
-    sign = np.where(inst_pos, 1.0, -1.0)
+def _mat(cols: dict, rows, columns, vals, nrows: int) -> sp.csr_matrix:
+    return sp.csr_matrix((np.asarray(vals, dtype=float), (np.asarray(rows), np.asarray(columns))),
+                         shape=(nrows, cols["n"]))
+
+
+def _hard_rows(m, bags: Bags, p: HullPlan, cols: dict) -> None:
+    """``margin``: the plain rows of negative bags and of positive bags with one kept instance."""
+    hard, B = p.hard, bags.n_bags
+    sign = np.where((bags.y == 1)[bags.bag_index], 1.0, -1.0)
     nh = hard.size
-    Zh = sp.csr_matrix(X[hard] * sign[hard, None])
-    A = sp.hstack([Zh, sp.csr_matrix(sign[hard, None]),
+    A = sp.hstack([sp.csr_matrix(bags.X[hard] * sign[hard, None]), sp.csr_matrix(sign[hard, None]),
                    sp.csr_matrix((np.ones(nh), (np.arange(nh), bags.bag_index[hard])), shape=(nh, B)),
-                   sp.csr_matrix((nh, nv - o_lam))], format="csr")
-    add_linear_rows(m, "margin", A, vars_, lb=1.0, index=hard.tolist())
-    k = np.arange(nJ)
-    r = hb_row[jb]
-    nb = HB.size
-    # one designated witness per bag
-    add_linear_rows(m, "choose", mat(r, o_lam + k, np.ones(nJ), nb), vars_, lb=1.0, ub=1.0, index=HB.tolist())
-    # w = sum_j w^j (rows (I, k))
-    rr = (r[:, None] * d + np.arange(d)[None, :]).ravel()
-    cc = (o_wc + k[:, None] * d + np.arange(d)[None, :]).ravel()
-    Aw = mat(np.concatenate([rr, np.arange(nb * d)]), np.concatenate([cc, np.tile(np.arange(d), nb)]),
-             np.concatenate([np.ones(nJ * d), -np.ones(nb * d)]), nb * d)
-    add_linear_rows(m, "link_w", Aw, vars_, lb=0.0, ub=0.0)  # row r * d + k: bag HB[r], feature k
-    add_linear_rows(m, "link_b", mat(np.concatenate([r, np.arange(nb)]), np.concatenate([o_bc + k, np.full(nb, o_b)]),
-                                     np.concatenate([np.ones(nJ), -np.ones(nb)]), nb), vars_, lb=0.0, ub=0.0,
-                    index=HB.tolist())
-    add_linear_rows(m, "link_xi", mat(np.concatenate([r, np.arange(nb)]), np.concatenate([o_xc + k, o_xi + HB]),
-                                      np.concatenate([np.ones(nJ), -np.ones(nb)]), nb), vars_, lb=0.0, ub=0.0,
-                    index=HB.tolist())
-    # (w^j) z_j + b^j + xi^j - lambda_j >= 0
-    Am = mat(np.concatenate([np.repeat(k, d), k, k, k]),
-             np.concatenate([cc, o_bc + k, o_xc + k, o_lam + k]),
-             np.concatenate([X[J].ravel(), np.ones(nJ), np.ones(nJ), -np.ones(nJ)]), nJ)
-    add_linear_rows(m, "margin_hull", Am, vars_, lb=0.0, index=J.tolist())
-    # copies vanish with lambda: b^- lam <= b^j <= b^+ lam, xi^j <= xi_hi lam
-    if np.isfinite(bnd["b_lo"]):
-        add_linear_rows(m, "bcopy_lo", mat(np.concatenate([k, k]), np.concatenate([o_bc + k, o_lam + k]),
-                                           np.concatenate([np.ones(nJ), np.full(nJ, -bnd["b_lo"])]), nJ),
-                        vars_, lb=0.0, index=J.tolist())
-    if np.isfinite(bnd["b_hi"]):
-        add_linear_rows(m, "bcopy_hi", mat(np.concatenate([k, k]), np.concatenate([o_bc + k, o_lam + k]),
-                                           np.concatenate([np.ones(nJ), np.full(nJ, -bnd["b_hi"])]), nJ),
-                        vars_, ub=0.0, index=J.tolist())
-    add_linear_rows(m, "xcopy", mat(np.concatenate([k, k]), np.concatenate([o_xc + k, o_lam + k]),
-                                    np.concatenate([np.ones(nJ), -bnd["xi_hi"][jb]]), nJ), vars_, ub=0.0,
-                    index=J.tolist())
-    # the valid big-M rows, redundant for binary lambda: w z_j + b + xi_I - L_j lambda_j >= 1 - L_j
-    Ab = mat(np.concatenate([np.repeat(k, d), k, k, k]),
-             np.concatenate([np.tile(np.arange(d), nJ), np.full(nJ, o_b), o_xi + jb, o_lam + k]),
-             np.concatenate([X[J].ravel(), np.ones(nJ), np.ones(nJ), -L[J]]), nJ)
-    add_linear_rows(m, "margin_bigm", Ab, vars_, lb=1.0 - L[J], index=J.tolist())
+                   sp.csr_matrix((nh, cols["n"] - cols["lam"]))], format="csr")
+    add_linear_rows(m, "margin", A, cols["vars"], lb=1.0, index=hard.tolist())
 
-    cost = costs.tolist()
-    xi_term = pe.quicksum(cost[I] * m.xi[I] for I in range(B))
-    if persp:
-        # t^j <= F lambda_j;  tau >= sum_{j in I} t^j;  ||w^j||^2 <= 2 t^j lambda_j;  tau >= 1/2 ||w||^2
-        add_linear_rows(m, "t_cap", mat(np.concatenate([k, k]), np.concatenate([o_t + k, o_lam + k]),
-                                        np.concatenate([np.ones(nJ), np.full(nJ, -Fb)]), nJ), vars_, ub=0.0,
-                        index=J.tolist())
-        add_linear_rows(m, "persp_obj", mat(np.concatenate([np.arange(nb), r]),
-                                            np.concatenate([np.full(nb, o_tau), o_t + k]),
-                                            np.concatenate([np.ones(nb), -np.ones(nJ)]), nb), vars_, lb=0.0,
-                        index=HB.tolist())
-        with PauseGC():
-            m.cone = pe.Constraint(m.J, rule=lambda mdl, j: pe.quicksum(mdl.wc[j, q] ** 2 for q in range(d))
-                                   - 2.0 * mdl.t[j] * mdl.lam[j] <= 0)
-            m.tau_def = pe.Constraint(expr=0.5 * pe.quicksum(m.w[q] ** 2 for q in range(d)) - m.tau <= 0)
-        m.obj = pe.Objective(expr=m.tau + xi_term, sense=pe.minimize)
-        cls = "MIQCQP" if nJ else "QCQP"
-    else:
-        # |w^j_k| <= W lambda_j
-        cl = np.repeat(o_lam + k, d)
-        add_linear_rows(m, "wbox_lo", mat(np.concatenate([np.arange(nJ * d)] * 2), np.concatenate([cc, cl]),
-                                          np.concatenate([np.ones(nJ * d), np.full(nJ * d, W)]), nJ * d),
-                        vars_, lb=0.0)
-        add_linear_rows(m, "wbox_hi", mat(np.concatenate([np.arange(nJ * d)] * 2), np.concatenate([cc, cl]),
-                                          np.concatenate([np.ones(nJ * d), np.full(nJ * d, -W)]), nJ * d),
-                        vars_, ub=0.0)
-        m.obj = pe.Objective(expr=0.5 * pe.quicksum(m.w[q] ** 2 for q in range(d)) + xi_term, sense=pe.minimize)
-        cls = "MIQP" if nJ else "QP"
-    m._milopt_class = cls
-    m._milopt_features = ()
-    m._milopt_meta = {"costs": costs, "n_features": d, "instances": n, "C": float(C), "class_weight": class_weight,
-                      "perspective": persp, "upper_bound": float(F), "bounds": bnd, "removed": removed,
-                      "big_m": L, "disjuncts": int(nJ), "incumbent": None if inc is None else inc["objective"],
-                      "incumbent_source": None if inc is None else inc["source"]}
-    m._milopt_bags = bags
-    if inc is not None:
-        set_start(m, inc["w"], inc["b"])
-        m._milopt_start = True
-    return m
+
+def _hull_rows(m, bags: Bags, p: HullPlan, cols: dict) -> None:
+    """The extended formulation of every positive bag's disjunction (module docstring): ``choose``,
+    ``link_w``, ``link_b``, ``link_xi``, ``margin_hull``, ``bcopy_lo``/``bcopy_hi``, ``xcopy`` and the
+    redundant big-M rows ``margin_bigm``."""
+    X, J, bnd, vars_ = bags.X, p.J, p.bounds, cols["vars"]
+    d, nJ, nb = X.shape[1], J.size, p.HB.size
+    HBl = p.HB.tolist()
+    Jl = J.tolist()
+    o_b, o_xi, o_lam, o_bc, o_xc = cols["b"], cols["xi"], cols["lam"], cols["bc"], cols["xc"]
+    k = np.arange(nJ)
+    jb = bags.bag_index[J]
+    r = p.hb_row[jb]
+    # one designated witness per bag
+    add_linear_rows(m, "choose", _mat(cols, r, o_lam + k, np.ones(nJ), nb), vars_, lb=1.0, ub=1.0, index=HBl)
+    # w = sum_j w^j (row r * d + k: bag HB[r], feature k)
+    rr = (r[:, None] * d + np.arange(d)[None, :]).ravel()
+    cc = (cols["wc"] + k[:, None] * d + np.arange(d)[None, :]).ravel()
+    Aw = _mat(cols, np.concatenate([rr, np.arange(nb * d)]), np.concatenate([cc, np.tile(np.arange(d), nb)]),
+              np.concatenate([np.ones(nJ * d), -np.ones(nb * d)]), nb * d)
+    add_linear_rows(m, "link_w", Aw, vars_, lb=0.0, ub=0.0)
+    # b = sum_j b^j, xi_I = sum_j xi^j
+    for name, own, total in (("link_b", o_bc + k, np.full(nb, o_b)), ("link_xi", o_xc + k, o_xi + p.HB)):
+        A = _mat(cols, np.concatenate([r, np.arange(nb)]), np.concatenate([own, total]),
+                 np.concatenate([np.ones(nJ), -np.ones(nb)]), nb)
+        add_linear_rows(m, name, A, vars_, lb=0.0, ub=0.0, index=HBl)
+    # (w^j) z_j + b^j + xi^j - lambda_j >= 0
+    Am = _mat(cols, np.concatenate([np.repeat(k, d), k, k, k]), np.concatenate([cc, o_bc + k, o_xc + k, o_lam + k]),
+              np.concatenate([X[J].ravel(), np.ones(nJ), np.ones(nJ), -np.ones(nJ)]), nJ)
+    add_linear_rows(m, "margin_hull", Am, vars_, lb=0.0, index=Jl)
+
+    # copies vanish with lambda: b^- lam <= b^j <= b^+ lam, xi^j <= xi_hi lam
+    def scaled(col, coef):
+        return _mat(cols, np.concatenate([k, k]), np.concatenate([col + k, o_lam + k]),
+                    np.concatenate([np.ones(nJ), coef]), nJ)
+
+    if np.isfinite(bnd["b_lo"]):
+        add_linear_rows(m, "bcopy_lo", scaled(o_bc, np.full(nJ, -bnd["b_lo"])), vars_, lb=0.0, index=Jl)
+    if np.isfinite(bnd["b_hi"]):
+        add_linear_rows(m, "bcopy_hi", scaled(o_bc, np.full(nJ, -bnd["b_hi"])), vars_, ub=0.0, index=Jl)
+    add_linear_rows(m, "xcopy", scaled(o_xc, -bnd["xi_hi"][jb]), vars_, ub=0.0, index=Jl)
+    # the valid big-M rows, redundant for binary lambda: w z_j + b + xi_I - L_j lambda_j >= 1 - L_j
+    L = bnd["L"]
+    Ab = _mat(cols, np.concatenate([np.repeat(k, d), k, k, k]),
+              np.concatenate([np.tile(np.arange(d), nJ), np.full(nJ, o_b), o_xi + jb, o_lam + k]),
+              np.concatenate([X[J].ravel(), np.ones(nJ), np.ones(nJ), -L[J]]), nJ)
+    add_linear_rows(m, "margin_bigm", Ab, vars_, lb=1.0 - L[J], index=Jl)
+
+
+def _perspective(m, bags: Bags, p: HullPlan, cols: dict) -> None:
+    """t^j <= F lambda_j (``t_cap``); tau >= sum_{j in I} t^j (``persp_obj``); ||w^j||^2 <= 2 t^j lambda_j
+    (``cone``); tau >= 1/2 ||w||^2 (``tau_def``)."""
+    nJ, nb, vars_, d = p.J.size, p.HB.size, cols["vars"], bags.n_features
+    k = np.arange(nJ)
+    o_t, o_lam = cols["t"], cols["lam"]
+    Jl = p.J.tolist()
+    add_linear_rows(m, "t_cap", _mat(cols, np.concatenate([k, k]), np.concatenate([o_t + k, o_lam + k]),
+                                     np.concatenate([np.ones(nJ), np.full(nJ, -p.bounds["F"])]), nJ),
+                    vars_, ub=0.0, index=Jl)
+    r = p.hb_row[bags.bag_index[p.J]]
+    add_linear_rows(m, "persp_obj", _mat(cols, np.concatenate([np.arange(nb), r]),
+                                         np.concatenate([np.full(nb, cols["tau"]), o_t + k]),
+                                         np.concatenate([np.ones(nb), -np.ones(nJ)]), nb), vars_, lb=0.0,
+                    index=p.HB.tolist())
+    with PauseGC():
+        m.cone = pe.Constraint(m.J, rule=lambda mdl, j: pe.quicksum(mdl.wc[j, q] ** 2 for q in range(d))
+                               - 2.0 * mdl.t[j] * mdl.lam[j] <= 0)
+        m.tau_def = pe.Constraint(expr=0.5 * pe.quicksum(m.w[q] ** 2 for q in range(d)) - m.tau <= 0)
+
+
+def _box(m, p: HullPlan, cols: dict, d: int) -> None:
+    """``wbox_lo``/``wbox_hi``: |w^j_k| <= W lambda_j."""
+    nJ, W = p.J.size, p.bounds["W"]
+    k = np.arange(nJ)
+    cc = (cols["wc"] + k[:, None] * d + np.arange(d)[None, :]).ravel()
+    cl = np.repeat(cols["lam"] + k, d)
+    rows = np.concatenate([np.arange(nJ * d)] * 2)
+    add_linear_rows(m, "wbox_lo", _mat(cols, rows, np.concatenate([cc, cl]),
+                                       np.concatenate([np.ones(nJ * d), np.full(nJ * d, W)]), nJ * d),
+                    cols["vars"], lb=0.0)
+    add_linear_rows(m, "wbox_hi", _mat(cols, rows, np.concatenate([cc, cl]),
+                                       np.concatenate([np.ones(nJ * d), np.full(nJ * d, -W)]), nJ * d),
+                    cols["vars"], ub=0.0)
 
 
 def decode(model) -> dict:
     """Learned classifier: w, b, slacks and the designated witness (row) of every positive bag."""
-    d = model._milopt_meta["n_features"]
-    bags = model._milopt_bags
+    rec = model_info(model)
+    d = rec.meta["n_features"]
+    bags = rec.bags
     w = np.array([pe.value(model.w[k], exception=False) or 0.0 for k in range(d)])
     b = float(pe.value(model.b, exception=False) or 0.0)
     xi = np.array([pe.value(model.xi[I], exception=False) or 0.0 for I in model.BAGS])
@@ -282,7 +343,7 @@ def decode(model) -> dict:
         v = model.lam[j].value or 0.0
         if I not in wit or v > wit[I][1]:
             wit[I] = (j, v)
-    removed = model._milopt_meta["removed"]
+    removed = rec.meta["removed"]
     ptr = bags.bag_ptr
     out = {I: j for I, (j, _) in wit.items()}
     for I in np.flatnonzero(bags.y == 1).tolist():
@@ -296,14 +357,12 @@ def decode(model) -> dict:
 def set_start(model, w, b) -> None:
     """Feasible starting values from (w, b): minimal slacks, λ = 1 on the highest-scoring kept
     instance of each bag, its copy equal to (w, b, ξ_I, ½‖w‖²), the other copies 0."""
-    bags = model._milopt_bags
-    meta = model._milopt_meta
+    rec = model_info(model)
+    bags, meta = rec.bags, rec.meta
     w = np.asarray(w, dtype=float)
     d = w.size
     s = bags.X @ w + b
     ptr = bags.bag_ptr
-    from milopt.segments import segment_argmax, segment_max
-
     removed = meta["removed"]
     sm = np.where(removed, -np.inf, s)
     arg = segment_argmax(sm, ptr)
@@ -331,9 +390,9 @@ def set_start(model, w, b) -> None:
 
 
 def default_start(model) -> None:
-    """Starting values from :func:`milopt.models.misvm_bigm.incumbent` (for a model built cold)."""
-    meta = model._milopt_meta
-    inc = _bigm.incumbent(model._milopt_bags, meta["C"], meta["class_weight"])
+    """Starting values from :func:`milopt.mil.bigm.incumbent` (for a model built cold)."""
+    rec = model_info(model)
+    inc = incumbent(rec.bags, rec.meta["C"], rec.meta["class_weight"])
     set_start(model, inc["w"], inc["b"])
 
 

@@ -29,7 +29,8 @@ import pytest
 from milopt import models
 from milopt.data.bags import Bags
 from milopt.solvers import classify, installed, solve
-from milopt.solvers.export import _clean, export
+from milopt.io.names import clean_names
+from milopt.solvers import export
 
 pytestmark = [pytest.mark.highs, pytest.mark.scip, pytest.mark.ipopt]
 
@@ -112,12 +113,14 @@ def _scip_optimum(path) -> float:
 
 
 def _highs_optimum(path, model, cls) -> float:
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    from milopt.solvers.highs_backend import new_highs
+
+    h = new_highs()
     assert h.readModel(str(path)) == highspy.HighsStatus.kOk
     if cls in ("MIQP", "MIQCQP"):
         # HiGHS cannot solve MIQP: fix the integer columns at the in-memory optimum
-        values = {_clean(v.name): v.value for v in model.component_data_objects(ctype=_var(), active=True)}
+        vs = list(model.component_data_objects(ctype=_var(), active=True))
+        values = dict(zip(clean_names([v.name for v in vs], "C"), (v.value for v in vs)))
         lp = h.getLp()
         for j, (nm, t) in enumerate(zip(lp.col_names_, lp.integrality_)):
             if t != highspy.HighsVarType.kContinuous:
@@ -178,12 +181,12 @@ def test_extract_follows_modifications_after_build(monkeypatch):
 
     import importlib
 
-    E = importlib.import_module("milopt.solvers.export")  # the package attribute `export` is the function
+    E = importlib.import_module("milopt.solvers.extract")
 
     m = models.get("misvm-bigm").build(tiny_bags(), norm="l1")
     seen = []
-    orig = E._linear_rows_generic
-    monkeypatch.setattr(E, "_linear_rows_generic", lambda cons, cols: (seen.extend(c.name for c in cons), orig(cons, cols))[1])
+    orig = E._rows_generic
+    monkeypatch.setattr(E, "_rows_generic", lambda cons, cols, q: (seen.extend(c.name for c in cons), orig(cons, cols, q))[1])
     base = E.extract(m)
     assert seen == []  # untouched model: every row from the cached matrices
     n_rows = base.A.shape[0]
@@ -196,7 +199,9 @@ def test_extract_follows_modifications_after_build(monkeypatch):
     assert sorted(seen) == ["extra", "margin[1]"]
     assert mf.A.shape[0] == n_rows  # -1 deactivated, +1 added
     assert "w[0]" not in mf.col_names  # fixed: substituted
-    h = E.to_highs(mf)
+    from milopt.solvers.highs_backend import to_highs
+
+    h = to_highs(mf)
     h.run()
     ref = solve(m, "highs", mip_gap=1e-9)
     assert ref.ok
@@ -258,7 +263,8 @@ def test_l1_and_sos1_variants_equal_brute_force_minimum():
 
 def test_l1_big_m_is_valid_and_tight():
     """L1 big-M: F0 · max_j ||z_i - z_j||_inf, never below the violation a non-witness needs."""
-    from milopt.models.misvm_bigm import bag_costs, linf_spread, trivial_upper_bound, valid_big_m
+    from milopt.mil.bigm import linf_spread, trivial_upper_bound, valid_big_m
+    from milopt.numerics import bag_costs
 
     bags = tiny_bags(2)
     costs = bag_costs(bags, 1.0)
@@ -292,8 +298,8 @@ def test_indicator_form_equals_big_m_and_only_scip_native_takes_it():
         assert r.objective == pytest.approx(big, rel=REL, abs=ABS)
         sol = mod.decode(m)
         assert mod.objective_value(bags, sol["w"], sol["b"], norm=norm) == pytest.approx(big, rel=1e-4, abs=1e-5)
-    for s in ("scip", "highs", "ipopt"):
-        with pytest.raises(UnsupportedProblemError, match="INDICATOR.*scip-native"):
+    for s in ("highs", "ipopt"):
+        with pytest.raises(UnsupportedProblemError, match="INDICATOR.*scip"):
             solve(m, s)
 
 
@@ -301,12 +307,12 @@ def test_models_pickle_and_clone_keep_the_fast_path(monkeypatch):
     import importlib
     import pickle
 
-    E = importlib.import_module("milopt.solvers.export")
+    E = importlib.import_module("milopt.solvers.extract")
     m = models.get("misvm-bigm").build(tiny_bags(), norm="l1")
     ref = E.extract(m)
     seen = []
-    orig = E._linear_rows_generic
-    monkeypatch.setattr(E, "_linear_rows_generic", lambda cons, cols: (seen.extend(cons), orig(cons, cols))[1])
+    orig = E._rows_generic
+    monkeypatch.setattr(E, "_rows_generic", lambda cons, cols, q: (seen.extend(cons), orig(cons, cols, q))[1])
     for copy in (pickle.loads(pickle.dumps(m)), m.clone()):
         mf = E.extract(copy)
         assert seen == []

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 from milopt.algorithms import dcmil as alg
+from milopt.algorithms.qp_simplex import simplex_qp
 from milopt.data.bags import Bags
+from milopt.mil import dcmil as dc
 from milopt.errors import InvalidDataError, InvalidParameterError
 
 
@@ -50,10 +52,10 @@ def test_f1_minus_f2_equals_f(seed):
     for _ in range(20):
         w, b = rng.normal(scale=2, size=3), float(rng.normal(scale=2))
         fr, f1r, f2r = reference_f(bags, w, b, C)
-        assert alg.f(bags, w, b, C) == pytest.approx(fr, rel=1e-12, abs=1e-12)
-        assert alg.f1(bags, w, b, C) - alg.f2(bags, w, b, C) == pytest.approx(fr, rel=1e-12, abs=1e-12)
-        assert alg.f1(bags, w, b, C) == pytest.approx(f1r, rel=1e-12)
-        assert alg.f2(bags, w, b, C) == pytest.approx(f2r, rel=1e-12, abs=1e-12)
+        assert dc.f(bags, w, b, C) == pytest.approx(fr, rel=1e-12, abs=1e-12)
+        assert dc.f1(bags, w, b, C) - dc.f2(bags, w, b, C) == pytest.approx(fr, rel=1e-12, abs=1e-12)
+        assert dc.f1(bags, w, b, C) == pytest.approx(f1r, rel=1e-12)
+        assert dc.f2(bags, w, b, C) == pytest.approx(f2r, rel=1e-12, abs=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -61,7 +63,7 @@ def test_subgradient_inequalities(seed):
     rng = np.random.default_rng(100 + seed)
     bags = random_bags(seed, n_bags=14, d=4)
     C = 1.7
-    obj = alg.DCMILObjective(bags, C)
+    obj = dc.DCMILObjective(bags, C)
     for _ in range(30):
         z = rng.normal(scale=2, size=5)
         ez = obj.evaluate(z)
@@ -76,7 +78,7 @@ def test_subgradient_inequalities(seed):
 def test_subgradient_is_gradient_where_smooth():
     rng = np.random.default_rng(3)
     bags = random_bags(1, n_bags=10, d=3)
-    obj = alg.DCMILObjective(bags, 0.8)
+    obj = dc.DCMILObjective(bags, 0.8)
     z = rng.normal(size=4)
     e = obj.evaluate(z)
     g1 = obj.subgradient1(e)
@@ -88,7 +90,7 @@ def test_subgradient_is_gradient_where_smooth():
 
 def test_starting_point_classifies_every_positive_bag_positive():
     bags = random_bags(4, n_bags=20)
-    z0 = alg.starting_point(bags)
+    z0 = dc.starting_point(bags)
     s = bags.X @ z0[:-1] + z0[-1]
     from milopt.segments import segment_max
 
@@ -123,7 +125,7 @@ def test_simplex_qp_kkt_and_reference(k, n, rank):
         A = rng.normal(size=(k, rank)) @ rng.normal(size=(rank, n))
     c = rng.random(k)
     Q = A @ A.T
-    x, info = alg.simplex_qp(Q, c)
+    x, info = simplex_qp(Q, c)
     assert info["converged"]
     assert x.min() >= 0 and x.sum() == pytest.approx(1.0)
     g = Q @ x + c
@@ -133,7 +135,7 @@ def test_simplex_qp_kkt_and_reference(k, n, rank):
     val = 0.5 * x @ Q @ x + c @ x
     assert val <= _brute_simplex_qp(Q, c) + 1e-8
     # warm start from another simplex point gives the same optimum
-    x2, _ = alg.simplex_qp(Q, c, x0=rng.dirichlet(np.ones(k)))
+    x2, _ = simplex_qp(Q, c, x0=rng.dirichlet(np.ones(k)))
     assert 0.5 * x2 @ Q @ x2 + c @ x2 == pytest.approx(val, rel=1e-9, abs=1e-10)
 
 
@@ -149,7 +151,7 @@ def test_direction_dual_matches_pyomo_model_highs(seed):
     a1 = np.abs(rng.normal(size=k))
     a1[0] = 0.0
     g2 = rng.normal(size=n)
-    d, v, lam, info = alg.solve_direction(G1, a1, g2)
+    d, v, lam, info = dc.solve_direction(G1, a1, g2)
     model = mod.build(G1=G1, alpha1=a1, g2=g2)
     res = solve(model, "highs")
     assert res.ok
@@ -170,7 +172,7 @@ def test_direction_model_on_dcpca_bundle_highs():
     r = alg.dcpca(bags, C=2.0, max_iter=12, theta=0.0, keep_bundle=True)
     G1, A1, g2 = r.extra["bundle"]
     assert G1.shape[0] >= 2
-    d, v, lam, info = alg.solve_direction(G1, A1, g2)
+    d, v, lam, info = dc.solve_direction(G1, A1, g2)
     model = mod.build(G1=G1, alpha1=A1, g2=g2)
     res = solve(model, "highs")
     assert res.objective == pytest.approx(info["objective"], rel=1e-6, abs=1e-6)
@@ -213,7 +215,7 @@ def separable_toy(n_bags=24, seed=0):
 
 def test_dcpca_separable_toy_reaches_minimum_and_classifies():
     bags = separable_toy()
-    assert alg.f(bags, [1.0, 0.0], 0.0, 10.0) == pytest.approx(0.5)
+    assert dc.f(bags, [1.0, 0.0], 0.0, 10.0) == pytest.approx(0.5)
     r = alg.dcpca(bags, C=10.0, theta=1e-6, max_fev=2000)
     assert r.objective <= 0.5 + 5e-3
     assert r.objective >= 0.5 - 1e-9          # 1/2 is the minimum
@@ -274,14 +276,14 @@ def test_dcpca_null_steps_and_bundle_restart_follow_algorithm_1():
 
 
 def test_dcpca_budget_auto_is_500_medium_200_large():
-    assert alg.resolve_budget("auto", 166) == 500 and alg.resolve_budget("auto", 66552) == 200
-    assert alg.resolve_budget("large", 5) == 200 and alg.resolve_budget("medium", 10**5) == 500
-    assert alg.resolve_budget("300", 5) == 300 and alg.resolve_budget(42, 5) == 42
+    assert dc.resolve_budget("auto", 166) == 500 and dc.resolve_budget("auto", 66552) == 200
+    assert dc.resolve_budget("large", 5) == 200 and dc.resolve_budget("medium", 10**5) == 500
+    assert dc.resolve_budget("300", 5) == 300 and dc.resolve_budget(42, 5) == 42
     for bad in ("lots", 0, -3, 2.5, True):
         with pytest.raises(InvalidParameterError, match="max_fev"):
-            alg.resolve_budget(bad, 5)
+            dc.resolve_budget(bad, 5)
     rng = np.random.default_rng(0)
-    big = Bags.from_arrays([rng.normal(size=(2, alg.LARGE_FEATURES + 1)) for _ in range(6)],
+    big = Bags.from_arrays([rng.normal(size=(2, dc.LARGE_FEATURES + 1)) for _ in range(6)],
                            np.array([0, 1] * 3))
     r = alg.dcpca(big, C=1.0, theta=0.0)
     assert r.extra["max_fev"] == 200 and r.extra["nF"] <= 200
@@ -300,7 +302,7 @@ def test_bad_parameters_raise_clear_errors():
     with pytest.raises(InvalidParameterError, match="b2"):
         alg.dcpca(bags, b2="some")
     with pytest.raises(InvalidDataError):
-        alg.DCMILObjective(Bags.from_arrays([np.zeros((2, 2)), np.ones((1, 2))], [1, 1]), 1.0)
+        dc.DCMILObjective(Bags.from_arrays([np.zeros((2, 2)), np.ones((1, 2))], [1, 1]), 1.0)
 
 
 # ----------------------------------------------------------------------------- DCA
@@ -311,8 +313,8 @@ def test_dca_subproblem_does_not_increase_f_highs():
 
     rng = np.random.default_rng(0)
     bags = random_bags(9, n_bags=20, d=4)
-    obj = alg.DCMILObjective(bags, 2.0)
-    for z in [alg.starting_point(bags), rng.normal(size=5), rng.normal(size=5)]:
+    obj = dc.DCMILObjective(bags, 2.0)
+    for z in [dc.starting_point(bags), rng.normal(size=5), rng.normal(size=5)]:
         e = obj.evaluate(z)
         model = mod.build(bags, C=2.0, z0=z)
         res = solve(model, "highs")

@@ -106,3 +106,65 @@ def test_result_is_frozen_and_serialisable():
     with pytest.raises(Exception):
         r.objective = 1.0
     json.dumps(r.to_dict())
+
+
+def test_class_is_read_from_the_model_as_it_is_when_solved(tmp_path):
+    """A quadratic row added to an LP model after building makes it a QCQP: the driver picks a
+    solver that takes it (not HiGHS) and the file holds the row."""
+    from milopt.data import load
+    from milopt.models import formulation
+    from milopt.numerics import standardize
+    from milopt.solvers import export
+
+    bags = standardize(load("gen:subset?data=musk1&bags=8&seed=0"))
+    m = formulation("misvm-bigm").build(bags, norm="l1")
+    for v in m.component_data_objects(pe.Var):
+        if v.is_binary():
+            v.fix(0 if v.index() % 2 else 1)
+    assert classify(m)[0] == "LP"  # every binary fixed: continuous
+    w = [m.w[0], m.w[1]]
+    m.ball = pe.Constraint(expr=w[0] ** 2 + w[1] ** 2 <= 0.01)
+    assert classify(m)[0] == "QCQP"
+    with pytest.raises(UnsupportedProblemError, match="highs cannot solve QCQP"):
+        solve(m, "highs")
+    r = solve(m, "auto", time_limit=60)
+    assert r.ok and r.problem_class == "QCQP" and r.solver != "highs"
+    assert w[0].value ** 2 + w[1].value ** 2 <= 0.01 + 1e-6
+    size = export(m, tmp_path / "m.lp")
+    assert size["quadratic_constraints"] == 1 and size["problem_class"] == "QCQP"
+
+
+def test_a_solver_that_crashes_or_hangs_in_native_code_gives_a_status():
+    """An isolated backend whose native code aborts the process gives termination error; one
+    that never returns is stopped at the time limit plus the grace period."""
+    import os
+    import time
+
+    from milopt.solvers.backend import Backend, RawResult
+    from milopt.solvers.driver import register_backend
+
+    def abort(mf, opts):
+        os.abort()
+
+    def hang(mf, opts):
+        if opts.on_incumbent is not None:
+            opts.on_incumbent(0.01, 2.0, np.array([2.0, 0.0]))
+        while True:
+            time.sleep(0.05)
+
+    for name, fn in (("test-abort", abort), ("test-hang", hang)):
+        register_backend(Backend(name=name, classes=frozenset({"LP"}), module="numpy", version=lambda: "0",
+                                 solve_matrix=fn, isolated=True))
+    r = solve(lp(), "test-abort")
+    assert r.termination == Termination.ERROR and not r.ok and "SIGABRT" in r.extra["error"]
+    import milopt.solvers.isolation as iso
+
+    old = iso.GRACE_SECONDS
+    iso.GRACE_SECONDS = 0.5
+    try:
+        t0 = time.perf_counter()
+        r = solve(lp(), "test-hang", time_limit=0.5)
+    finally:
+        iso.GRACE_SECONDS = old
+    assert time.perf_counter() - t0 < 10
+    assert r.termination == Termination.TIME_LIMIT and r.ok and r.objective == pytest.approx(2.0)

@@ -190,7 +190,7 @@ def test_formulation_build_is_the_model_milopt_solve_builds():
     from milopt.models import formulation
     from milopt.numerics import standardize
     from milopt.runner import build_formulation
-    from milopt.solvers.export import extract
+    from milopt.solvers.extract import extract
 
     bags = data(SMALL)
     for name, params in (("misvm-bigm", {"C": "2"}), ("misvm-bigm", {"norm": "l1"}), ("batchsvm-lp", {"theta": "0"})):

@@ -8,7 +8,7 @@ from milopt.data import load
 from milopt.metrics import standardize
 from milopt.models import misvm_bigm
 from milopt.solvers import export, solve
-from milopt.solvers.export import extract
+from milopt.solvers.extract import extract
 
 
 @pytest.fixture(scope="module")

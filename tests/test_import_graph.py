@@ -1,15 +1,26 @@
-"""The package's import graph has no cycle, and light commands import only what they need.
+"""The package's imports follow the documented layers, have no cycle, and light commands import
+only what they need.
 
 Edges are the ``import`` / ``from ... import`` statements of every module of ``milopt`` (the
 folder ``milopt/`` and ``models/``, installed as ``milopt.models``), at module level *and*
 inside functions (a lazy import is still a dependency); ``from pkg import name`` counts as an
-edge to ``pkg.name`` when that is a module, else to ``pkg``.  Registries that load modules by
-name (``METHOD_MODULES``, ``FORMULATIONS``, ``GENERATOR_MODULES``, ``BUILTIN_BACKENDS``) are
-catalogues, not imports: the registering module depends on the registry, never the reverse.
+edge to ``pkg.name`` when that is a module, to the module a package resolves the name from
+lazily (``milopt.solvers.solve`` -> ``milopt.solvers.driver``), else to ``pkg``.  **Registry
+lookups are edges too**: ``formulation("dcmil-dca")`` / ``models.get("dcmil-dca")`` is an edge to
+the module the name is catalogued under (``milopt.models.dcmil_dca``), and calling the driver
+(``solve(...)``, ``get_backend(...)``) an edge to ``milopt.solvers.driver``.  The catalogues
+themselves (``FORMULATIONS``, ``METHOD_MODULES``, ``GENERATOR_MODULES``, ``BUILTIN_BACKENDS``)
+are not edges: the registering module depends on its registry, never the reverse.
+
+:data:`LAYERS` is the table of docs/architecture.md ("Layers"), lowest first; a module may
+import its own layer and the layers below, never one above (:data:`ALLOWED_UP` lists the single
+exception).  A module that is in no layer fails the test: add it to the table here and in
+docs/architecture.md.
 """
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +29,26 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ((ROOT / "milopt", "milopt"), (ROOT / "models", "milopt.models"))
+
+#: (layer, module prefixes), lowest first; the longest matching prefix places a module
+LAYERS = (
+    ("foundation", ("milopt.errors", "milopt.jsonutil", "milopt._startup")),
+    ("declarations and results", ("milopt.params", "milopt.plugins", "milopt.matrix", "milopt.solvers.result")),
+    ("data and numerical kernels", ("milopt.segments", "milopt.data", "milopt.features", "milopt.io",
+                                    "milopt.algorithms.svm_dcd", "milopt.algorithms.svm_ipm",
+                                    "milopt.algorithms.qp_simplex")),
+    ("MIL mathematics", ("milopt.numerics", "milopt.mil")),
+    ("models", ("milopt.models",)),
+    ("solvers", ("milopt.solvers",)),
+    ("algorithms", ("milopt.algorithms",)),
+    ("estimators", ("milopt.estimators", "milopt.metrics", "milopt.froc")),
+    ("runner", ("milopt.runner", "milopt.study")),
+    ("commands", ("milopt.cli", "milopt.bench", "milopt")),
+)
+#: the one edge that goes up: the ``bnb`` backend is a thin adapter over the algorithm package
+ALLOWED_UP = {("milopt.solvers.bnb", "milopt.algorithms.bnb")}
+#: calls that reach the solver driver without importing it by name
+DRIVER_CALLS = {"solve", "get_backend"}
 
 
 def modules() -> dict[str, Path]:
@@ -39,12 +70,55 @@ def _resolve(name: str, mods) -> str | None:
     return None
 
 
+def _literal(path: Path, name: str) -> dict:
+    """The dict literal assigned to ``name`` at module level in ``path`` ({} when absent)."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    return {}
+
+
+def _lazy_names(mods) -> dict:
+    """Package -> {name: submodule} for packages that resolve names lazily (``_WHERE``)."""
+    out = {}
+    for m, f in mods.items():
+        if f.name == "__init__.py":
+            where = _literal(f, "_WHERE")
+            if where:
+                out[m] = {k: f"{m}.{v}" for k, v in where.items()}
+    return out
+
+
+def _registry_targets(tree, imported: dict, formulations: dict) -> set:
+    """Modules reached by registry lookups and driver calls in ``tree``."""
+    out = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        fn = node.func
+        name = fn.id if isinstance(fn, ast.Name) else (fn.attr if isinstance(fn, ast.Attribute) else None)
+        owner = fn.value.id if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) else None
+        arg = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
+        from_models = (owner == "models") or imported.get(name) == "milopt.models"
+        if name in ("formulation", "get") and from_models and isinstance(arg, str):
+            mod = formulations.get(arg) or (arg if arg in formulations.values() else None)
+            if mod:
+                out.add(f"milopt.models.{mod}")
+        if name in DRIVER_CALLS and (owner in ("solvers", "driver")
+                                     or imported.get(name, "").startswith("milopt.solvers")):
+            out.add("milopt.solvers.driver")
+    return out
+
+
 def graph() -> dict[str, set]:
     mods = modules()
+    lazy = _lazy_names(mods)
+    formulations = _literal(ROOT / "models" / "__init__.py", "FORMULATIONS")
     g = {m: set() for m in mods}
     for m, f in mods.items():
         is_pkg = f.name == "__init__.py"
         tree = ast.parse(f.read_text(), str(f))
+        imported = {}   # local name -> module it was imported from (for registry calls)
         for node in ast.walk(tree):
             targets = []
             if isinstance(node, ast.Import):
@@ -57,12 +131,42 @@ def graph() -> dict[str, set]:
                     mod = f"{base}.{node.module}" if node.module else base
                 else:
                     mod = node.module or ""
-                targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in mods else mod for a in node.names]
+                for a in node.names:
+                    full = f"{mod}.{a.name}"
+                    imported[a.asname or a.name] = full if full in mods else mod
+                    targets.append(full if full in mods else lazy.get(mod, {}).get(a.name, mod))
             for t in targets:
                 r = _resolve(t, mods)
                 if r and r != m:
                     g[m].add(r)
+        for r in _registry_targets(tree, imported, formulations):
+            if r in mods and r != m:
+                g[m].add(r)
     return g
+
+
+def layer_of(module: str) -> int | None:
+    best, best_len = None, -1
+    for k, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+                best, best_len = k, len(p)
+    return best
+
+
+def violations(g) -> list[str]:
+    """Edges that go up the layer table (the root package ``milopt``, imported first by every
+    module anyway, is not counted as a target)."""
+    out = []
+    for m, deps in sorted(g.items()):
+        lm = layer_of(m)
+        for d in sorted(deps):
+            if d == "milopt" or (m, d) in ALLOWED_UP or any(m == a and d.startswith(b + ".") for a, b in ALLOWED_UP):
+                continue
+            ld = layer_of(d)
+            if lm is not None and ld is not None and ld > lm:
+                out.append(f"{m} ({LAYERS[lm][0]}) imports {d} ({LAYERS[ld][0]})")
+    return out
 
 
 def cycles(g) -> list[list[str]]:
@@ -103,6 +207,7 @@ def test_the_graph_is_read():
     g = graph()
     assert "milopt.models.misvm_bigm" in g and "milopt.models._linear" in g["milopt.models.misvm_bigm"]
     assert "milopt.data.bags" in g["milopt.estimators.base"]
+    assert "milopt.mil.bigm" in g["milopt.models.misvm_bigm"]
 
 
 def test_cycle_finder_finds_a_cycle():
@@ -119,12 +224,56 @@ def test_no_import_cycle():
     assert not found, _cycles_text(found)
 
 
-def test_model_layer_does_not_import_estimators_or_cli():
+def test_every_module_has_a_layer():
+    missing = [m for m in graph() if layer_of(m) is None]
+    assert not missing, f"modules in no layer (add them to LAYERS and docs/architecture.md): {missing}"
+
+
+def test_imports_go_down_the_documented_layers():
+    bad = violations(graph())
+    assert not bad, "imports against the layer order:\n" + "\n".join(bad)
+
+
+def test_models_never_import_algorithms():
+    """Not even the QP kernels that sit low: a model reaches them through milopt.mil only."""
     g = graph()
     for m, deps in g.items():
         if m.startswith("milopt.models"):
-            bad = [d for d in deps if d.startswith(("milopt.estimators", "milopt.cli", "milopt.runner", "milopt.bench"))]
+            bad = [d for d in deps if d.startswith(("milopt.algorithms", "milopt.solvers", "milopt.estimators",
+                                                    "milopt.cli", "milopt.runner", "milopt.bench"))]
             assert not bad, f"{m} imports {bad}"
+
+
+def test_results_are_a_low_layer():
+    """SolveResult / Termination sit below everything that returns them: milopt.errors at most."""
+    g = graph()
+    assert g["milopt.solvers.result"] <= {"milopt.errors"}, g["milopt.solvers.result"]
+    assert layer_of("milopt.solvers.result") < layer_of("milopt.models") < layer_of("milopt.solvers.driver")
+
+
+def test_registry_lookups_are_edges():
+    g = graph()
+    assert "milopt.models.dcmil_dca" in g["milopt.algorithms.dcmil"]      # models.get("dcmil-dca")
+    assert "milopt.solvers.driver" in g["milopt.algorithms.dcmil"]        # solve(model, ...)
+    # and the synthetic case: a lookup that closes a cycle is seen as one
+    tree = ast.parse("from milopt import models\nfrom milopt.solvers import solve\n"
+                     "def f(b):\n    m = models.get('dcmil-dca').build(b)\n    return solve(m, 'highs')\n")
+    found = _registry_targets(tree, {"models": "milopt.models", "solve": "milopt.solvers"},
+                              {"dcmil-dca": "dcmil_dca"})
+    assert found == {"milopt.models.dcmil_dca", "milopt.solvers.driver"}
+
+
+def test_a_violation_is_reported():
+    assert violations({"milopt.models.x": {"milopt.algorithms.dcmil"}, "milopt.algorithms.dcmil": set()})
+    assert not violations({"milopt.solvers.bnb": {"milopt.algorithms.bnb.search"}})
+
+
+def test_the_documented_table_is_the_tested_table():
+    """docs/architecture.md lists the same layers, in the same order, with the same modules."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    rows = re.findall(r"^\| (\d+) \| ([^|]+) \| ([^|]+) \|", text, flags=re.M)
+    doc = [(name.strip(), tuple(re.findall(r"`([\w.]+)`", mods))) for _, name, mods in rows]
+    assert doc == [(name, tuple(prefixes)) for name, prefixes in LAYERS]
 
 
 def _imported_by(code: str) -> set:

@@ -241,7 +241,7 @@ def test_report_skips_a_row_cut_mid_write(tmp_path):
 def test_merge_runs_from_two_machines_and_external_results(tmp_path, capsys):
     from milopt.bench.library import build
     from milopt.solvers import solve
-    from milopt.solvers.export import _clean, extract
+    from milopt.solvers.extract import extract
 
     name = "misvm-bigm.l1.musk1-b8"
     a = _rows(instance=[name], contender=["highs"], objective=[1.677717088], time=[2.0])
@@ -255,9 +255,12 @@ def test_merge_runs_from_two_machines_and_external_results(tmp_path, capsys):
     model = build(get_instance(name))[0]
     res = solve(model, "highs", time_limit=60, mip_gap=1e-9)
     mf = extract(model)
-    good = "\n".join(f"{_clean(n)} {v.value!r}" for n, v in zip(mf.col_names, mf.variables))
+    from milopt.io.names import clean_names
+
+    written = clean_names(mf.col_names, "C")  # the names in milopt's files
+    good = "\n".join(f"{n} {v.value!r}" for n, v in zip(written, mf.variables))
     (tmp_path / "good.sol").write_text(f"=obj= {res.objective}\n{good}\n")
-    bad = good.replace(f"{_clean(mf.col_names[-1])} ", f"{_clean(mf.col_names[-1])} 0.5 #", 1)
+    bad = good.replace(f"{written[-1]} ", f"{written[-1]} 0.5 #", 1)
     (tmp_path / "bad.sol").write_text(bad + "\n")
     ext = tmp_path / "ext.csv"
     ext.write_text("instance,solver,status,time,objective,bound,sol\n"

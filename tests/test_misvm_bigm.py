@@ -6,6 +6,7 @@ import pyomo.environ as pe
 import pytest
 
 from milopt.data import Bags
+from milopt.mil import bigm
 from milopt.models import misvm_bigm
 from milopt.solvers import Termination, solve
 from mil_helpers import selection_qp
@@ -71,7 +72,7 @@ def test_mildsvm_constant_and_errors():
     from milopt.errors import InvalidParameterError
 
     bags = tiny(1)
-    L = misvm_bigm.mildsvm_big_m(bags)
+    L = bigm.mildsvm_big_m(bags)
     assert L == pytest.approx(100 * np.abs(bags.X).mean(axis=0).sum())
     with pytest.raises(InvalidParameterError, match="C"):
         misvm_bigm.build(bags, C=-1)

@@ -3,6 +3,7 @@ import numpy as np
 import pyomo.environ as pe
 import pytest
 
+from milopt.mil import bigm
 from milopt.models import misvm_bigm, misvm_hull
 from milopt.solvers import Termination, solve
 
@@ -37,7 +38,7 @@ def _relaxation(model, solver="scip"):
 @pytest.mark.parametrize("seed", [0, 1, 3])
 def test_hull_relaxation_is_at_least_big_m_relaxation(seed):
     bags = tiny(seed, d=3)
-    F = misvm_bigm.incumbent(bags)["objective"]
+    F = bigm.incumbent(bags)["objective"]
     best, _, _ = brute_force(bags)
     plain = _relaxation(misvm_bigm.build(bags, upper_bound=F))
     strong = _relaxation(misvm_bigm.build(bags, upper_bound=F, strengthen="bounds"))

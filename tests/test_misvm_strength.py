@@ -10,6 +10,7 @@ import pyomo.environ as pe
 import pytest
 
 from milopt.data import Bags
+from milopt.mil import bigm
 from milopt.models import misvm_bigm
 from milopt.solvers import Termination, solve
 from mil_helpers import selection_qp
@@ -76,10 +77,10 @@ def test_incumbent_bounds_hold_at_the_optimum(seed, class_weight):
     mx = segment_max(s, bags.bag_ptr)
     pos = bags.y == 1
     xi = np.where(pos, np.maximum(0, 1 - mx), np.maximum(0, 1 + mx))
-    inc = misvm_bigm.incumbent(bags, C, class_weight)
+    inc = bigm.incumbent(bags, C, class_weight)
     assert inc["objective"] >= best - 1e-7
-    for F in (best, inc["objective"], misvm_bigm.trivial_upper_bound(costs, bags.y)):
-        bd = misvm_bigm.incumbent_bounds(bags, costs, F)
+    for F in (best, inc["objective"], bigm.trivial_upper_bound(costs, bags.y)):
+        bd = bigm.incumbent_bounds(bags, costs, F)
         assert np.all(np.abs(w) <= bd["W"] + 1e-7)
         assert bd["b_lo"] - 1e-7 <= b <= bd["b_hi"] + 1e-7
         assert np.all(xi <= bd["xi_hi"] + 1e-7)
@@ -89,15 +90,15 @@ def test_incumbent_bounds_hold_at_the_optimum(seed, class_weight):
         ip = pos[bags.bag_index]
         assert np.all(bd["L"][ip] >= need[ip] - 1e-7)
         # and is never looser than the plain valid big-M with the same F
-        assert np.all(bd["L"] <= misvm_bigm.valid_big_m(bags, costs, F) * (1 + 1e-8) + 1e-9)
+        assert np.all(bd["L"] <= bigm.valid_big_m(bags, costs, F) * (1 + 1e-8) + 1e-9)
     # the bounds are not vacuous: with F at the optimum, w and b are confined
-    bd = misvm_bigm.incumbent_bounds(bags, costs, best)
+    bd = bigm.incumbent_bounds(bags, costs, best)
     assert np.isfinite(bd["b_lo"]) and np.isfinite(bd["b_hi"])
 
 
 def test_hull_interior_finds_duplicates_and_interior_points_only():
     bags = tiny(0, extra=True)
-    rem = misvm_bigm.hull_interior(bags)
+    rem = bigm.hull_interior(bags)
     ptr = bags.bag_ptr
     n0 = ptr[1] - ptr[0]
     # bag 0: the last two rows are a duplicate of row 0 and the midpoint of rows 0 and 1

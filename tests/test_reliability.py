@@ -140,7 +140,7 @@ def test_matrix_objective_is_extracted_without_building_the_expression():
     from milopt.data import load
     from milopt.metrics import standardize
     from milopt.models import misvm_dual_qp as mod
-    from milopt.solvers.export import extract
+    from milopt.solvers.extract import extract
 
     b = standardize(load("musk1"))
     t0 = time.perf_counter()
@@ -159,7 +159,7 @@ def test_matrix_objective_matches_the_expression_and_drops_its_cache_when_replac
     import pyomo.environ as pe
 
     from milopt.models._linear import add_quadratic_objective, quadratic_expression, var_list
-    from milopt.solvers.export import extract
+    from milopt.solvers.extract import extract
 
     Q = np.array([[2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 1.0]])
 

@@ -7,8 +7,8 @@ with contextlib.suppress(Exception):
     import pyomo.environ  # noqa: F401
     import milopt.runner  # noqa: F401
     import milopt.metrics  # noqa: F401
-    import milopt.solvers.builtin  # noqa: F401
-    from pyomo.contrib.solver.common.factory import SolverFactory  # noqa: F401
+    import milopt.solvers.driver  # noqa: F401
+    import milopt.solvers.extract  # noqa: F401
 with contextlib.suppress(Exception):
     import milopt.models
 

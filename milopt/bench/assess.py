@@ -161,7 +161,17 @@ def assess(df: pd.DataFrame, solu: dict | None = None) -> pd.DataFrame:
 
 
 def primal_gap(p, opt) -> float:
-    """Berthold's primal gap: 1 without incumbent or with signs differing, else |p - opt| / max(|p|, |opt|)."""
+    r"""Primal gap of an incumbent value (Berthold 2013, Def. 1), capped at 1.
+
+    .. math::
+
+        \gamma(p) = \begin{cases} 1 & \text{no incumbent, or } p \cdot v^* < 0,\\
+        0 & |p| = |v^*| = 0,\\
+        \dfrac{|p - v^*|}{\max(|p|, |v^*|)} & \text{otherwise,} \end{cases}
+
+    with :math:`v^*` the reference value (the optimum, or the best known value).  It does not
+    depend on the objective sense and lies in [0, 1].
+    """
     if p is None or opt is None:
         return 1.0
     if p * opt < 0:
@@ -171,17 +181,48 @@ def primal_gap(p, opt) -> float:
 
 
 def primal_integral(trajectory, opt, horizon: float) -> float | None:
-    r"""Primal integral :math:`P(T) = \int_0^T \gamma(t)\,dt` (Berthold 2013, Def. 3) of a run's
-    incumbent trajectory ``[[t, dual, primal], ...]`` up to ``horizon`` seconds; the last
-    incumbent is held to the horizon.  None without a trajectory or a reference value."""
+    r"""Primal integral of a run up to ``horizon`` seconds (Berthold 2013, Defs. 2 and 3).
+
+    The primal gap function :math:`p(t)` is 1 until the first incumbent and
+    :math:`\gamma(\tilde x(t))` (:func:`primal_gap`) of the incumbent held at time :math:`t`
+    afterwards, a step function that changes when an incumbent is found.  With the incumbents
+    found at :math:`0 \le t_1 \le \dots \le t_k` and :math:`t_0 = 0`, :math:`t_{k+1} = T`,
+
+    .. math::
+
+        P(T) = \int_0^T p(t)\,dt = \sum_{i=1}^{k+1} p(t_{i-1})\,(t_i - t_{i-1}),
+
+    so :math:`0 \le P(T) \le T` and :math:`P(T)/T` is the mean primal gap over the horizon.
+
+    Parameters
+    ----------
+    trajectory : list of [t, dual, primal]
+        The points **in the order the solver reported them** (``primal`` None before the first
+        incumbent).  They are never sorted: a solver log prints its clock rounded (SCIP: 0.1 s),
+        so several incumbents share a time and only their order says which was held afterwards
+        (sorting by value would hold the worst one).  A point earlier than its predecessor (a
+        garbled log line) counts at its predecessor's time.
+    opt : float
+        Reference value :math:`v^*` (optimum or best known value), in the model's sense.
+    horizon : float
+        :math:`T`, seconds; points after it are cut, the last incumbent is held up to it.
+
+    Returns
+    -------
+    float or None
+        None without a trajectory or a reference value.
+    """
     if not trajectory or opt is None or horizon is None:
         return None
-    pts = sorted((float(t), p) for t, _d, p in trajectory if t is not None)
+    horizon = float(horizon)
     total, t_prev, g_prev = 0.0, 0.0, 1.0
-    for t, p in pts:
-        t = min(t, horizon)
-        total += g_prev * max(0.0, t - t_prev)
+    for pt in trajectory:
+        t, p = pt[0], pt[2]
+        if t is None:
+            continue
+        t = min(max(float(t), t_prev), horizon)
+        total += g_prev * (t - t_prev)
         t_prev = t
-        g_prev = primal_gap(p, opt)
+        g_prev = primal_gap(None if p is None else float(p), opt)
     total += g_prev * max(0.0, horizon - t_prev)
     return total

@@ -127,17 +127,27 @@ def cmd_export_library(args) -> int:
     man = export_library(args.dir, formats=split(args.formats) or [], config=args.config, suite=args.suite,
                          formulations=split(args.formulations), data=split(args.data), solu=args.solu,
                          progress=None if args.json else sys.stderr)
+    bad = man.get("sha256_mismatches", [])
     if args.json:
         _print_json(man)
     else:
         print(f"{len(man['instances'])} instance(s) written to {args.dir} (manifest.json, library.solu); "
               f"{len(man['skipped'])} skipped")
-        bad = [e["name"] for e in man["instances"] if e.get("sha256_matches_catalogue") is False]
-        if bad:
-            print(f"  .mps differs from the catalogue's sha256 for {len(bad)} instance(s) (another HiGHS/Pyomo "
-                  f"version?): {', '.join(bad[:5])}", file=sys.stderr)
         for s in man["skipped"]:
             print(f"  skipped {s['name']}: {s['reason'][:160]}")
+    if args.check:
+        missing = [e["name"] for e in man["instances"] if e.get("sha256_matches_catalogue") is None]
+        if bad or missing:
+            print(f"milopt: error: {len(bad)} .mps file(s) differ from the catalogue's sha256"
+                  f"{' (' + ', '.join(bad[:5]) + ')' if bad else ''}"
+                  f"{f'; {len(missing)} without a recorded sha256' if missing else ''}; "
+                  "if the change is intended, record the new sums with benchmarks/library_status.py --update",
+                  file=sys.stderr)
+            return 1
+        print(f"check: all {len(man['instances'])} .mps file(s) match the catalogue's sha256", file=sys.stderr)
+    elif bad:
+        print(f"  .mps differs from the catalogue's sha256 for {len(bad)} instance(s): {', '.join(bad[:5])} "
+              "(--check exits non-zero on this)", file=sys.stderr)
     return 0
 
 
@@ -188,5 +198,7 @@ def register(subparsers) -> None:
     sp.add_argument("--data", default=None, help="comma list restricting the data sets (catalogue data specs or "
                                                   "shipped names)")
     sp.add_argument("--solu", default=None, metavar="FILE", help="best known objectives (from milopt report)")
+    sp.add_argument("--check", action="store_true",
+                    help="exit 1 unless every written .mps has the sha256 the catalogue records (regenerate and compare)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_export_library)

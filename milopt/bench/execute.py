@@ -44,7 +44,6 @@ COLUMNS = [
     "gap_limit", "verified", "max_violation", "objective_recomputed", "verify_note",
 ]
 
-OUTCOMES = ("ok", "killed", "error", "unsupported")
 _FIT_STANDARD = {"bag_accuracy", "bag_auc", "bag_f1", "bag_balanced_accuracy", "fit_seconds", "objective",
                  "bound", "gap", "termination", "status", "iterations", "nodes", "fold", "train_bags",
                  "test_bags", "predict_seconds", "solver", "solver_version"}
@@ -193,7 +192,9 @@ def _run_isolated(task: dict) -> dict:
             outcome, error = "ok", ""
         else:
             et = payload.get("error_type", "Error")
-            outcome = "unsupported" if et == "UnsupportedProblemError" else "error"
+            # a solver that cannot take the problem (its class, or past its licence's size limit)
+            # was not an attempt: the report counts it apart and charges it nothing
+            outcome = "unsupported" if et in ("UnsupportedProblemError", "LicenceLimitError") else "error"
             error = f"{et}: {payload.get('error', '')}"
         return make_row(task, payload.get("result") if payload and payload.get("ok") else None, outcome, error,
                         run_seconds)

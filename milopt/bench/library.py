@@ -290,7 +290,7 @@ def export_library(folder, *, formats=FORMATS, suite=None, config=None, formulat
     from milopt import __version__
     from milopt.bench.solu import read_solu_full, write_solu_full
     from milopt.runner import objective_sense
-    from milopt.solvers import classify, export
+    from milopt.solvers import export
 
     formats = [f.strip().lower() for f in formats if f.strip()]
     bad = [f for f in formats if f not in FORMATS]
@@ -317,7 +317,6 @@ def export_library(folder, *, formats=FORMATS, suite=None, config=None, formulat
             if progress:
                 progress.write(f"skip {inst.name}: {exc}\n")
             continue
-        cls, feats = classify(model)
         files, size = {}, {}
         for fmt in formats:
             p = folder / f"{inst.name}.{fmt}.gz"
@@ -327,6 +326,8 @@ def export_library(folder, *, formats=FORMATS, suite=None, config=None, formulat
             files[fmt] = {"file": p.name, "bytes": p.stat().st_size, "sha256": sha256_file(p),
                           "sha256_uncompressed": uncompressed_sha256(p)}
         mps_sha = files.get("mps", {}).get("sha256_uncompressed")
+        cls = size.get("problem_class")  # as written in the file (a quadratic row makes it MIQCQP)
+        feats = [f for f, k in (("SOS", "sos"), ("INDICATOR", "indicator_constraints")) if size.get(k)]
         kb = known.get(inst.name, {})
         desc, lic = inst.source()
         entries.append({
@@ -351,6 +352,7 @@ def export_library(folder, *, formats=FORMATS, suite=None, config=None, formulat
                 "note": "features standardised (mean 0, variance 1 over the data set) before building, as milopt "
                         "solve; objective convention of the files: min c'x + 1/2 x'Qx + c0 (or max as stated)",
                 "instances": entries, "skipped": skipped}
+    manifest["sha256_mismatches"] = [e["name"] for e in entries if e["sha256_matches_catalogue"] is False]
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
     write_solu_full(folder / "library.solu", {e["name"]: known[e["name"]] for e in entries if e["name"] in known})
     return manifest

@@ -82,8 +82,9 @@ def solve_verified(spec: dict, *, time_limit=None, gap=None, params=None, seed=0
     after the build.  The returned dict is :func:`milopt.runner.run_solve`'s (``SolveResult``
     fields, model size, data, build seconds, sense) plus ``verification``
     (:func:`milopt.bench.verify.verify_model`), ``run_time`` (build + solve seconds) and,
-    for SCIP on integer problems, ``trajectory`` (dual and primal bound over time, from SCIP's
-    display lines; the log is written with ``display/freq = 50``).
+    ``trajectory`` (``[[seconds, dual bound or None, incumbent], ...]`` in the order found): the
+    incumbents a backend recorded itself (``extra["trajectory"]``), else for SCIP on integer
+    problems its display lines (the log is written with ``display/freq = 50``).
     """
     import time
 
@@ -113,7 +114,12 @@ def solve_verified(spec: dict, *, time_limit=None, gap=None, params=None, seed=0
     out.update({"formulation": spec["formulation"], "params": typed, "model_size": size, "data": data_info(bags),
                 "build_seconds": build_s, "sense": objective_sense(model),
                 "run_time": time.perf_counter() - t0, "solver_time_limit": remaining, "warm_start": warm})
-    if trace:
+    # the incumbents the backend recorded as it found them (seconds on the solver's clock,
+    # objective), else those read from SCIP's display lines; [t, dual bound or None, incumbent]
+    found = (res.extra or {}).get("trajectory")
+    if found:
+        out["trajectory"] = [[float(t), None, float(v)] for t, v in found]
+    elif trace:
         out["trajectory"] = scip_trajectory(res.log)
     if res.ok:
         try:

@@ -6,14 +6,12 @@ SolveResult`` (native algorithms) does not import Pyomo.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 
 _WHERE = {
     "solve": "driver", "backends": "driver", "installed": "driver", "get_backend": "driver",
-    "register_backend": "driver", "Backend": "driver", "classify": "driver",
+    "register_backend": "driver", "Backend": "backend", "classify": "driver",
     "SolveResult": "result", "SolutionStatus": "result", "Termination": "result", "relative_gap": "result",
-    "export": "export", "model_size": "export",
+    "export": "exporter", "model_size": "extract", "extract": "extract",
 }
 
 __all__ = list(_WHERE)
@@ -25,24 +23,6 @@ def __getattr__(name):
         globals()[name] = value
         return value
     raise AttributeError(f"module 'milopt.solvers' has no attribute {name!r}")
-
-
-class _Package(types.ModuleType):
-    """``milopt.solvers.export`` is the function (as it always was), although a submodule of
-    the same name exists: the import system's record of the submodule is not kept here."""
-
-    @property
-    def export(self):
-        from milopt.solvers.export import export
-
-        return export
-
-    @export.setter
-    def export(self, module):
-        pass
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 def __dir__():

@@ -46,6 +46,9 @@ class SolveOptions:
     problem_class: str = ""
     #: starting point in the matrix form's column order (NaN where unknown), when warm_start
     x0: np.ndarray | None = None
+    #: called as ``on_incumbent(seconds, objective, x)`` for every improving solution, by the
+    #: backends that report a trajectory (the driver streams them out of an isolated solve)
+    on_incumbent: Callable | None = None
 
     def get(self, key, default=None):  # dict-style access, as older backends read their options
         return getattr(self, key, default)
@@ -73,6 +76,8 @@ class RawResult:
     status_text: str = ""
     trajectory: list = field(default_factory=list)
     extra: dict = field(default_factory=dict)
+    #: per-iteration records (an interior-point log, say), kept in ``SolveResult.history``
+    history: tuple = ()
 
 
 def map_status(status_map: Mapping, code, default: Termination = Termination.UNKNOWN) -> Termination:

@@ -20,10 +20,9 @@ MIN_SOLVER_SECONDS = 0.05
 def remaining_or_expired(limit: float, t_start: float, solver: str = ""):
     """``(remaining seconds, None)`` or, when the budget is spent, ``(0.0, SolveResult)`` with
     termination ``time_limit`` and status none."""
-    from milopt.errors import InvalidParameterError
+    from milopt.params import parse_seconds
 
-    if not (limit > 0):
-        raise InvalidParameterError(f"time_limit: expected seconds > 0, got {limit}")
+    parse_seconds("time_limit", limit)
     elapsed = time.perf_counter() - t_start
     left = float(limit) - elapsed
     if left >= MIN_SOLVER_SECONDS:

@@ -16,68 +16,15 @@ Hazards handled (see docs/solvers.md):
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import time
-from dataclasses import dataclass, field
-from typing import Callable
 
 import pyomo.environ as pe
 
-from milopt.errors import NoSolutionError, SolverUnavailableError, UnsupportedProblemError
+from milopt.errors import InvalidParameterError, NoSolutionError, SolverUnavailableError, UnsupportedProblemError
+from milopt.solvers.backend import Backend, SolveOptions  # noqa: F401  (Backend: the registration type)
 from milopt.solvers.result import SolutionStatus, SolveResult, Termination, finish, relative_gap  # noqa: F401
 
 PROBLEM_CLASSES = ("LP", "QP", "MILP", "MIQP", "QCQP", "MIQCQP")
-
-
-@dataclass
-class Backend:
-    """A solver backend.
-
-    Parameters
-    ----------
-    name : str
-        milopt name (``highs``, ``scip``, ``ipopt``, ``gurobi``...).
-    classes : set of str
-        Problem classes it solves (subset of PROBLEM_CLASSES) and features (``SOS``, ``INDICATOR``).
-    module : str
-        Python module that must be importable.
-    run : callable(model, options: dict) -> SolveResult
-    version : callable() -> str
-    description : str
-    formulations : tuple of str
-        When given, the only formulations (public names) the backend accepts, e.g. a method
-        specific branch and bound; empty: any model of its classes.
-    write : callable(model, path) -> dict, optional
-        Writer for models only this backend can represent (e.g. indicator constraints).
-    """
-
-    name: str
-    classes: frozenset
-    module: str
-    run: Callable[..., SolveResult]
-    version: Callable[[], str]
-    description: str = ""
-    aliases: tuple = ()
-    write: Callable | None = None
-    formulations: tuple = ()
-    #: False for a structure-aware backend that solves only some formulations of its classes
-    #: (e.g. ``bnb``): it is used when named or for those formulations, never chosen for
-    #: ``auto`` on other models nor listed as capable of a whole problem class
-    generic: bool = True
-    _available: bool | None = field(default=None, repr=False)
-
-    def available(self) -> bool:
-        if self._available is None:
-            try:
-                self._available = importlib.util.find_spec(self.module) is not None
-            except (ImportError, ValueError):
-                self._available = False
-        return self._available
-
-    def supports(self, cls: str, features=(), formulation: str | None = None) -> bool:
-        if self.formulations and formulation not in self.formulations:
-            return False
-        return cls in self.classes and all(f in self.classes for f in features)
 
 
 def model_formulation(model) -> str | None:
@@ -100,17 +47,29 @@ def register_backend(backend: Backend) -> Backend:
     return backend
 
 
-#: modules whose import registers the built-in backends (a plugin calls register_backend itself)
-BUILTIN_BACKENDS = ["milopt.solvers.builtin", "milopt.solvers.ipopt_backend", "milopt.solvers.scip_native",
-                    "milopt.solvers.bnb"]
+#: the built-in backend modules: each defines ``BACKEND`` (a :class:`Backend`), registered on
+#: first use; a plugin calls :func:`register_backend` itself
+BUILTIN_BACKENDS = ["milopt.solvers.highs_backend", "milopt.solvers.scip_backend", "milopt.solvers.ipopt_backend",
+                    "milopt.solvers.bnb", "milopt.solvers.cplex_backend", "milopt.solvers.gurobi_backend",
+                    "milopt.solvers.xpress_backend"]
+
+_LOADED = [False]
 
 
 def backends() -> dict[str, Backend]:
     """Registered backends by name (installed or not)."""
-    from milopt.plugins import import_all
-
-    import_all(BUILTIN_BACKENDS)
-
+    if not _LOADED[0]:
+        for name in BUILTIN_BACKENDS:
+            try:
+                mod = importlib.import_module(name)
+            except ModuleNotFoundError as exc:
+                if exc.name == name:  # a catalogue entry not shipped in this build
+                    continue
+                raise
+            b = getattr(mod, "BACKEND", None)
+            if b is not None and b.name not in _BACKENDS:
+                register_backend(b)
+        _LOADED[0] = True
     return {n: b for n, b in _BACKENDS.items() if n == b.name}
 
 
@@ -137,29 +96,39 @@ def get_backend(name: str) -> Backend:
 
 
 def classify(model) -> tuple[str, tuple]:
-    """Problem class of a Pyomo model and the special features it needs.
+    """Problem class of a Pyomo model as it is now, and the special features it needs.
 
-    Builders may annotate ``model._milopt_class`` (and ``model._milopt_features``) to skip
-    the scan; otherwise variables, objective and constraints are inspected.
+    Variables, objective and constraints are inspected (rows built from matrices by
+    ``models/_linear`` are linear by construction and skipped; a row added or replaced later is
+    read); SOS sets and declared indicator rows give the features ``SOS`` / ``INDICATOR``.  A
+    model whose integer variables are all fixed is continuous.
     """
-    cls = getattr(model, "_milopt_class", None)
-    feats = tuple(getattr(model, "_milopt_features", ()))
-    if cls:
-        if cls.startswith("MI") and not any(v.is_integer() for v in model.component_data_objects(pe.Var, active=True)
-                                            if not v.fixed):
-            cls = cls[2:]  # every integer variable is fixed: the model is continuous
-        return cls, feats
     integer = any(v.is_integer() or v.is_binary()
                   for v in model.component_data_objects(pe.Var, active=True) if not v.fixed)
-    objs = list(model.component_data_objects(pe.Objective, active=True))
-    odeg = max((o.expr.polynomial_degree() or 0) if o.expr.polynomial_degree() is not None else 99
-               for o in objs) if objs else 0
+    odeg = 0
+    for o in model.component_data_objects(pe.Objective, active=True):
+        qc = o.quad_cache() if hasattr(o, "quad_cache") else None
+        if qc is not None:
+            d = 2 if qc.Q is not None else 1
+        else:
+            d = o.expr.polynomial_degree()
+            d = 99 if d is None else d
+        odeg = max(odeg, d)
     cdeg = 0
-    for c in model.component_data_objects(pe.Constraint, active=True):
-        d = c.body.polynomial_degree()
-        d = 99 if d is None else d
-        cdeg = max(cdeg, d)
-        if cdeg > 1:
+    for comp in model.component_objects(pe.Constraint, active=True, descend_into=True):
+        cache = getattr(comp, "_milopt_rows", None)
+        datas = comp.values()
+        if cache is not None:
+            ok = cache.valid_rows(comp)
+            seen = {id(d) for d, good in zip(cache.datas, ok) if good}
+            datas = [d for d in datas if id(d) not in seen]
+        for c in datas:
+            if not c.active:
+                continue
+            d = c.body.polynomial_degree()
+            d = 99 if d is None else d
+            cdeg = max(cdeg, d)
+        if cdeg > 2:
             break
     if odeg > 2 or cdeg > 2:
         cls = "NLP"
@@ -169,10 +138,12 @@ def classify(model) -> tuple[str, tuple]:
         cls = "MIQP" if integer else "QP"
     else:
         cls = "MILP" if integer else "LP"
-    feats = list(feats)
+    feats = []
     if any(True for _ in model.component_data_objects(pe.SOSConstraint, active=True)):
         feats.append("SOS")
-    return cls, tuple(dict.fromkeys(feats))
+    if getattr(model, "_milopt_indicators", None):
+        feats.append("INDICATOR")
+    return cls, tuple(feats)
 
 
 def check_supported(backend: Backend, cls: str, features=(), formulation: str | None = None) -> None:
@@ -189,65 +160,142 @@ def check_supported(backend: Backend, cls: str, features=(), formulation: str | 
             f"{', '.join(able) if able else 'none (install pyscipopt or a commercial solver)'}")
 
 
+#: what ``solver="auto"`` prefers per problem class (then any installed backend that can)
+AUTO_PREFERENCE = {"LP": ["highs", "scip"], "MILP": ["highs", "scip"], "QP": ["highs", "ipopt", "scip"],
+                   "MIQP": ["scip"], "QCQP": ["scip", "ipopt"], "MIQCQP": ["scip"]}
+
+
+def check_time_limit(time_limit) -> None:
+    """Refuse a time limit that is not a positive number of seconds (:func:`milopt.params.parse_seconds`)."""
+    from milopt.params import parse_seconds
+
+    parse_seconds("time_limit", time_limit)
+
+
+def choose(cls: str, feats=(), formulation: str | None = None, mf=None) -> str:
+    """The backend ``solver="auto"`` uses for a model of class ``cls``."""
+    able = installed(cls, feats, formulation)
+    cands = [n for n in AUTO_PREFERENCE.get(cls, []) if n in able] + able
+    for name in cands:
+        b = backends()[name]
+        if mf is None or not b.cannot_take(mf, SolveOptions(problem_class=cls))[0]:
+            return name
+    raise UnsupportedProblemError(f"no installed solver handles {cls} problems"
+                                  f"{' with ' + '/'.join(feats) if feats else ''}; installed: {installed()}")
+
+
 def solve(model, solver: str = "auto", *, time_limit: float | None = None, mip_gap: float | None = None,
           threads: int | None = None, warm_start: bool = False, verbose: bool = False,
-          options: dict | None = None, raise_on_no_solution: bool = False) -> SolveResult:
+          options: dict | None = None, raise_on_no_solution: bool = False, isolate: bool | None = None) -> SolveResult:
     """Solve a Pyomo model with the named backend and return a :class:`SolveResult`.
+
+    The model's matrix form (:class:`milopt.matrix.MatrixForm`) is extracted once; its problem
+    class and features are read from it as the model is now (rows added after building count);
+    the backend refuses what it cannot take *before* solving, with the reason (a licence
+    limit, a missing feature); the solution is loaded back into the model's variables.
 
     Parameters
     ----------
     model : pyomo ConcreteModel
     solver : str
-        Backend name (``highs``, ``scip``, ``ipopt``, ...) or ``auto`` (first installed
-        backend that handles the model's class, preferring HiGHS for LP/MILP, SCIP for MIQP,
-        Ipopt for QP).
+        Backend name (``highs``, ``scip``, ``ipopt``, ``cplex``, ...) or ``auto`` (first
+        installed backend that handles the model's class, preferring HiGHS for LP/MILP, SCIP
+        for MIQP, Ipopt for QP).
     time_limit : float, optional
-        Seconds; hitting it returns the incumbent (status feasible) and its gap, or status none.
+        Seconds for the whole call (extraction and hand-off included); hitting it returns the
+        incumbent (status feasible) and its gap, or status none.
     mip_gap : float, optional
         Relative gap at which branch and bound stops.
     threads : int, optional
     warm_start : bool
         Use the current variable values as a starting point when the backend can.
     verbose : bool
-        Stream the solver's log.
+        Stream the solver's log (to stderr).
     options : dict
         Native solver options passed through unchanged.
     raise_on_no_solution : bool
         Raise :class:`NoSolutionError` instead of returning a result with status none.
+    isolate : bool, optional
+        Run the solver in a child process with a hard deadline (default: the backend's
+        ``isolated`` flag; SCIP is isolated).  A solver that hangs or aborts then gives
+        ``time_limit`` or ``error`` with its last message, never a hung or dead process.
     """
-    if time_limit is not None and not (time_limit > 0):
-        from milopt.errors import InvalidParameterError
-        raise InvalidParameterError(f"time_limit: expected seconds > 0, got {time_limit}")
+    t_start = time.perf_counter()
+    check_time_limit(time_limit)
     if mip_gap is not None and not (0 <= mip_gap < 1):
-        from milopt.errors import InvalidParameterError
         raise InvalidParameterError(f"mip_gap: expected a relative gap in [0, 1), got {mip_gap}")
-    cls, feats = classify(model)
     form = model_formulation(model)
-    if solver == "auto":
-        pref = {"LP": ["highs", "scip"], "MILP": ["highs", "scip"], "QP": ["highs", "ipopt", "scip"],
-                "MIQP": ["scip"], "QCQP": ["scip", "ipopt"], "MIQCQP": ["scip"]}.get(cls, [])
-        able = installed(cls, feats, form)
-        cands = [n for n in pref if n in able] + [n for n in able if not backends()[n].formulations] + able
-        if not cands:
-            raise UnsupportedProblemError(f"no installed solver handles {cls} problems; installed: {installed()}")
-        solver = cands[0]
-    backend = get_backend(solver)
+    backend = None if solver == "auto" else get_backend(solver)
+    if backend is not None and backend.solve_matrix is None:
+        return _solve_model(model, backend, form, t_start, time_limit, mip_gap, threads, warm_start, verbose, options,
+                            raise_on_no_solution)
+    from milopt.solvers.extract import extract
+
+    mf = extract(model)
+    cls, feats = mf.problem_class(), mf.features()
+    if backend is None:
+        backend = get_backend(choose(cls, feats, form, mf))
+        if backend.solve_matrix is None:
+            return _solve_model(model, backend, form, t_start, time_limit, mip_gap, threads, warm_start, verbose,
+                                options, raise_on_no_solution)
     check_supported(backend, cls, feats, form)
-    opts = dict(time_limit=time_limit, mip_gap=mip_gap, threads=threads, warm_start=warm_start,
+    left = None if time_limit is None else max(0.01, float(time_limit) - (time.perf_counter() - t_start))
+    opts = SolveOptions(time_limit=left, mip_gap=mip_gap, threads=threads, warm_start=warm_start, verbose=verbose,
+                        options=dict(options or {}), problem_class=cls)
+    skip, reason = backend.cannot_take(mf, opts)
+    if skip:
+        from milopt.errors import LicenceLimitError
+
+        if "licen" in reason.lower():
+            raise LicenceLimitError(reason)
+        raise UnsupportedProblemError(reason)
+    if warm_start:
+        from milopt.solvers.extract import start_vector
+
+        opts = SolveOptions(**{**opts.__dict__, "x0": start_vector(mf)})
+    from milopt.solvers.isolation import run_backend
+
+    raw = run_backend(backend, mf, opts, isolate=backend.isolated if isolate is None else bool(isolate),
+                      deadline=None if time_limit is None else t_start + float(time_limit))
+    if raw.x is not None:
+        from milopt.solvers.extract import load_solution
+
+        load_solution(mf, raw.x)
+    extra = dict(raw.extra)
+    extra.setdefault("status_text", raw.status_text)
+    if raw.trajectory:
+        extra["trajectory"] = [(float(t), float(v)) for t, v in raw.trajectory]
+    res = finish(backend.name, _safe(backend.version), cls, raw.termination, raw.x is not None, raw.objective,
+                 raw.bound, time.perf_counter() - t_start, iterations=raw.iterations, nodes=raw.nodes, log=raw.log,
+                 extra=extra, integer=cls.startswith("MI"), history=raw.history)
+    return _after(res, backend, raise_on_no_solution)
+
+
+def _solve_model(model, backend, form, t_start, time_limit, mip_gap, threads, warm_start, verbose, options,
+                 raise_on_no_solution) -> SolveResult:
+    """A backend that takes the Pyomo model itself (``run(model, opts)``: ``bnb``, older plugins)."""
+    cls, feats = classify(model)
+    check_supported(backend, cls, feats, form)
+    left = None if time_limit is None else max(0.01, float(time_limit) - (time.perf_counter() - t_start))
+    opts = dict(time_limit=left, mip_gap=mip_gap, threads=threads, warm_start=warm_start,
                 verbose=verbose, options=dict(options or {}), problem_class=cls)
     t0 = time.perf_counter()
     try:
         res = backend.run(model, opts)
-    except (SolverUnavailableError, UnsupportedProblemError):
+    except (SolverUnavailableError, UnsupportedProblemError, InvalidParameterError):
         raise
     except Exception as exc:  # a solver failure is a status, not a crash
         res = SolveResult(solver=backend.name, termination=Termination.ERROR, status=SolutionStatus.NONE,
                           wall_time=time.perf_counter() - t0, solver_version=_safe(backend.version),
                           problem_class=cls, log=f"{type(exc).__name__}: {exc}",
                           extra={"error": f"{type(exc).__name__}: {exc}"})
-    if res.termination == Termination.INTERRUPTED:
+    return _after(res, backend, raise_on_no_solution)
+
+
+def _after(res: SolveResult, backend, raise_on_no_solution: bool) -> SolveResult:
+    if res.termination == Termination.INTERRUPTED and not res.ok:
         # the solver caught Ctrl-C (SCIP installs its own SIGINT handler, so Python never sees
-        # it): stop the caller too rather than return a half-solved model as a result
+        # it) and has nothing to return: stop the caller too
         raise KeyboardInterrupt(f"{backend.name} was interrupted")
     if raise_on_no_solution and not res.ok:
         raise NoSolutionError(f"{backend.name} returned no solution (termination: {res.termination}); "

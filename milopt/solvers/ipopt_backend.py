@@ -2,7 +2,7 @@
 
 Pyomo's own Ipopt interfaces need either an ``ipopt`` executable or the PyNumero ASL library;
 neither exists here (the ``cyipopt-wheels`` wheel ships only the Ipopt shared library).  So
-this bridge extracts the model's matrices with :func:`milopt.solvers.export.extract`
+this bridge takes the model's matrix form (:class:`milopt.matrix.MatrixForm`)
 
 .. math::
 
@@ -29,14 +29,14 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.solvers.driver import Backend, finish, register_backend
+from milopt.solvers.backend import Backend, RawResult
 from milopt.solvers.result import Termination
 
 #: Ipopt's value for an infinite bound (its option nlp_lower/upper_bound_inf defaults to ±1e19)
 IPOPT_INF = 1e19
 
 #: ApplicationReturnStatus -> Termination
-_STATUS = {
+STATUS_MAP = {
     0: Termination.OPTIMAL,            # Solve_Succeeded
     1: Termination.OPTIMAL,            # Solved_To_Acceptable_Level (recorded in extra)
     2: Termination.INFEASIBLE,         # Infeasible_Problem_Detected
@@ -169,30 +169,31 @@ def _finite(v: np.ndarray) -> np.ndarray:
     return np.clip(np.nan_to_num(v, posinf=IPOPT_INF, neginf=-IPOPT_INF), -IPOPT_INF, IPOPT_INF)
 
 
-def _start_point(mf, warm: bool) -> np.ndarray:
-    if warm:
-        x0 = np.array([np.nan if v.value is None else float(v.value) for v in mf.variables])
-    else:
-        x0 = np.full(mf.c.size, np.nan)
+def _start_point(mf, x0) -> np.ndarray:
+    x0 = np.full(mf.c.size, np.nan) if x0 is None else np.asarray(x0, dtype=float)
     x0 = np.where(np.isfinite(x0), x0, 0.0)
     return np.clip(x0, mf.col_lb, mf.col_ub)
 
 
-def _run_ipopt(model, opts):
+def _skip(mf, opts):
+    if mf.qrows:
+        return True, "ipopt (milopt's bridge) takes linear rows only, not quadratic constraints; use --solver scip"
+    if np.any(mf.integrality) or mf.sos or mf.n_indicators:
+        return True, "ipopt solves continuous problems only; use --solver scip for integer models"
+    return False, ""
+
+
+def solve_matrix(mf, opts) -> RawResult:
     import cyipopt
 
-    from milopt.solvers.export import extract
-
     t0 = time.perf_counter()
-    mf = extract(model)
-    cls = opts["problem_class"]
     sgn = float(mf.sense)  # Ipopt minimises: a maximisation is solved as min of the negated objective
     c, c0 = sgn * mf.c, sgn * mf.c0
     Q = None if mf.Q is None else sgn * mf.Q
     n, m = mf.c.size, mf.A.shape[0]
     history: list = []
     cb = _QPCallbacks(c, c0, Q, mf.A, history)
-    verbose = bool(opts["verbose"])
+    verbose = bool(opts.verbose)
     fd, logfile = tempfile.mkstemp(prefix="milopt_ipopt_", suffix=".log")
     os.close(fd)
     try:
@@ -207,14 +208,13 @@ def _run_ipopt(model, opts):
         prob.add_option("hessian_constant", "yes")
         prob.add_option("jac_c_constant", "yes")
         prob.add_option("jac_d_constant", "yes")
-        if opts["time_limit"] is not None:  # the extraction above counts against the limit
-            prob.add_option("max_wall_time", max(0.01, float(opts["time_limit"]) - (time.perf_counter() - t0)))
-        for k, v in opts["options"].items():  # native options last: they override the defaults
+        if opts.time_limit is not None:  # the set-up above counts against the limit
+            prob.add_option("max_wall_time", max(0.01, float(opts.time_limit) - (time.perf_counter() - t0)))
+        for k, v in dict(opts.options).items():  # native options last: they override the defaults
             prob.add_option(str(k), v)
-        x0 = _start_point(mf, bool(opts["warm_start"]))
+        x0 = _start_point(mf, opts.x0 if opts.warm_start else None)
         t1 = time.perf_counter()
         x, info = prob.solve(x0)
-        wall = time.perf_counter() - t0
         solve_wall = time.perf_counter() - t1
     finally:
         try:
@@ -224,7 +224,7 @@ def _run_ipopt(model, opts):
             log = ""
         os.remove(logfile)
     status = int(info["status"])
-    term = _STATUS.get(status, Termination.ERROR)
+    term = STATUS_MAP.get(status, Termination.ERROR)
     x = np.asarray(x, dtype=float)
     # a returned point counts as a solution when it is (primal) feasible
     viol = 0.0
@@ -236,9 +236,6 @@ def _run_ipopt(model, opts):
                float(np.max(np.maximum(x - mf.col_ub, 0.0), initial=0.0)))
     feasible = bool(np.all(np.isfinite(x))) and viol <= 1e-6 * max(1.0, float(np.max(np.abs(mf.row_lb[np.isfinite(mf.row_lb)]), initial=1.0)))
     has_sol = term == Termination.OPTIMAL or (feasible and term not in (Termination.INFEASIBLE, Termination.UNBOUNDED))
-    if has_sol:
-        for v, val in zip(mf.variables, x.tolist()):
-            v.set_value(val, skip_validation=True)
     obj = sgn * cb.objective(x) if has_sol else None
     iters = history[-1]["iteration"] if history else None
     msg = info.get("status_msg", b"")
@@ -246,16 +243,17 @@ def _run_ipopt(model, opts):
     if status in _MESSAGES and (not msg or msg.lower().startswith("unknown")):
         msg = _MESSAGES[status]  # cyipopt has no text for some codes (e.g. -5, the wall-time limit)
     extra = {"ipopt_status": status, "ipopt_message": msg, "max_violation": viol, "solve_seconds": solve_wall,
-             "extract_seconds": t1 - t0, "acceptable": status == 1, "mu_strategy": opts["options"].get("mu_strategy", "adaptive")}
+             "setup_seconds": t1 - t0, "acceptable": status == 1,
+             "mu_strategy": dict(opts.options).get("mu_strategy", "adaptive")}
     hist = tuple({**h, "time": h["time"] - t1} for h in history)
-    res = finish("ipopt", _ipopt_version(), cls, term, has_sol, obj, None, wall, iterations=iters, log=log, extra=extra)
-    if hist:
-        import dataclasses
-
-        res = dataclasses.replace(res, history=hist)
-    return res
+    return RawResult(termination=term, x=x if has_sol else None, objective=obj,
+                     bound=obj if term == Termination.OPTIMAL else None, iterations=iters, log=log,
+                     status_text=msg, extra=extra, history=hist)
 
 
-register_backend(Backend(
-    name="ipopt", classes=frozenset({"LP", "QP"}), module="cyipopt", run=_run_ipopt, version=_ipopt_version,
-    description="Ipopt interior point via cyipopt (continuous LP/QP with linear constraints; exact derivatives)"))
+BACKEND = Backend(
+    name="ipopt", classes=frozenset({"LP", "QP"}), module="cyipopt", version=_ipopt_version,
+    solve_matrix=solve_matrix, status_map=STATUS_MAP, skip=_skip, warm_start=True,
+    install="included (cyipopt-wheels)", limits="continuous problems with linear rows (a local method: proves "
+    "optimality for convex problems only)",
+    description="Ipopt interior point via cyipopt (continuous LP/QP with linear constraints; exact derivatives)")

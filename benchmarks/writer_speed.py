@@ -1,0 +1,152 @@
+"""Time of milopt's own ``.mps`` / ``.lp`` writers against highspy's ``passModel`` +
+``writeModel`` on the same problem: the MI-SVM big-M MIQP of MUSK2 (Kent & Yu's
+formulation with its valid big-M; 1,286 columns, 6,637 rows, ~1.1M nonzeros), built straight
+from the standardised data with scipy (no Pyomo).
+
+``--q dense`` replaces the model's Hessian (the identity on ``w``) by a dense random positive
+semi-definite block over ``w`` (166 × 166, 13,861 lower-triangle entries) to time a dense
+``QUADOBJ`` section as well.
+
+Each timing is the median of ``--repeat`` runs in this process; both sides include formatting
+and writing the file (to a temporary directory).  Printed: one line per format with milopt's
+time, highspy's time, the ratio, and the file sizes; then ``uptime``'s load.
+
+    python benchmarks/writer_speed.py [--repeat 5] [--data musk2] [--q identity|dense]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def bigm_form(data: str = "musk2", q: str = "identity"):
+    """The MI-SVM big-M MIQP (C = 1) of ``data`` as a MatrixForm (scipy only)."""
+    from milopt.data import load
+    from milopt.matrix import MatrixForm
+    from milopt.metrics import standardize
+
+    bags = standardize(load(data))
+    X = np.asarray(bags.X, float)
+    bag = np.asarray(bags.bag_index)
+    y = np.asarray(bags.y)
+    n, d = X.shape
+    B = int(bag.max()) + 1
+    sizes = np.bincount(bag, minlength=B)
+    ptr = np.r_[0, np.cumsum(sizes)]
+    pos = y == 1
+    inst_pos = pos[bag]
+    n_neg = int((~inst_pos).sum())
+    costs = np.where(pos, 1.0, pos.sum() / max(n_neg, 1))
+    F0 = min(costs.sum(), 2 * costs[pos].sum(), 2 * costs[~pos].sum())
+    cent = np.add.reduceat(X, ptr[:-1], axis=0) / sizes[:, None]
+    dist = np.linalg.norm(X - np.repeat(cent, sizes, axis=0), axis=1)
+    L = np.sqrt(2 * F0) * (dist + np.repeat(np.maximum.reduceat(dist, ptr[:-1]), sizes))
+    zrows = np.flatnonzero(inst_pos & (sizes[bag] >= 2))
+    nz = zrows.size
+    ncol = d + 1 + B + nz
+    sign = np.where(inst_pos, 1.0, -1.0)
+    A1 = sp.hstack([sp.csr_matrix(X * sign[:, None]), sp.csr_matrix(sign[:, None]),
+                    sp.csr_matrix((np.ones(n), (np.arange(n), bag)), shape=(n, B)),
+                    sp.csr_matrix((L[zrows], (zrows, np.arange(nz))), shape=(n, nz))], format="csr")
+    cb = np.unique(bag[zrows])
+    A2 = sp.csr_matrix((np.ones(nz), (np.searchsorted(cb, bag[zrows]), d + 1 + B + np.arange(nz))),
+                       shape=(cb.size, ncol))
+    A = sp.vstack([A1, A2], format="csr")
+    if q == "dense":
+        rng = np.random.default_rng(0)
+        G = rng.standard_normal((d, d)) / np.sqrt(d)
+        Qw = G @ G.T + np.eye(d)
+    else:
+        Qw = np.eye(d)
+    Q = sp.block_diag([sp.csc_matrix(Qw), sp.csc_matrix((ncol - d, ncol - d))], format="csc")
+    return MatrixForm(
+        c=np.r_[np.zeros(d + 1), costs, np.zeros(nz)], c0=0.0, Q=Q, A=A,
+        row_lb=np.r_[np.ones(n), np.full(cb.size, -np.inf)], row_ub=np.r_[np.full(n, np.inf), sizes[cb] - 1.0],
+        col_lb=np.r_[np.full(d + 1, -np.inf), np.zeros(B + nz)], col_ub=np.r_[np.full(d + 1 + B, np.inf), np.ones(nz)],
+        integrality=np.r_[np.zeros(d + 1 + B, bool), np.ones(nz, bool)],
+        col_names=[f"w[{j}]" for j in range(d)] + ["b"] + [f"xi[{i}]" for i in range(B)] + [f"z[{i}]" for i in zrows],
+        row_names=[f"margin[{i}]" for i in range(n)] + [f"card[{i}]" for i in cb],
+        comment=f"MI-SVM big-M MIQP, {data}, C=1, Q={q}")
+
+
+def highs_write(mf, path):
+    """passModel + writeModel of the same problem through highspy (its banner silenced)."""
+    import highspy
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    try:
+        Ac = sp.csc_matrix(mf.A)
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = mf.n_cols, Ac.shape[0]
+        lp.col_cost_, lp.col_lower_, lp.col_upper_ = mf.c, mf.col_lb, mf.col_ub
+        lp.row_lower_, lp.row_upper_ = mf.row_lb, mf.row_ub
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = Ac.indptr, Ac.indices, Ac.data
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = mf.n_cols, Ac.shape[0]
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                           for i in mf.integrality]
+        lp.col_names_ = list(mf.col_names)
+        lp.row_names_ = list(mf.row_names)
+        Lq = sp.tril(mf.Q, format="csc")
+        hess = highspy.HighsHessian()
+        hess.dim_, hess.format_ = mf.n_cols, highspy.HessianFormat.kTriangular
+        hess.start_, hess.index_, hess.value_ = Lq.indptr, Lq.indices, Lq.data
+        model = highspy.HighsModel()
+        model.lp_, model.hessian_ = lp, hess
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.passModel(model)
+        h.writeModel(str(path))
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
+def timed(fn, repeat):
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts), ts
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--data", default="musk2")
+    ap.add_argument("--q", choices=("identity", "dense"), default="identity")
+    args = ap.parse_args(argv)
+    from milopt.io import write
+
+    mf = bigm_form(args.data, args.q)
+    s = mf.size()
+    print(f"{args.data} big-M MIQP: {s['variables']} columns, {s['constraints']} rows, {s['nonzeros']} nonzeros, "
+          f"{s['quadratic_nonzeros']} Hessian entries (lower triangle), Q={args.q}; median of {args.repeat}")
+    print(f"{'format':8} {'milopt s':>9} {'highspy s':>10} {'ratio':>6} {'milopt MB':>10} {'highspy MB':>11}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for fmt in ("mps", "lp", "mps.gz"):
+            ours = os.path.join(tmp, f"ours.{fmt}")
+            theirs = os.path.join(tmp, f"highs.{fmt}")
+            t_o, _ = timed(lambda: write(mf, ours), args.repeat)
+            t_h, _ = timed(lambda: highs_write(mf, theirs), args.repeat)
+            print(f"{fmt:8} {t_o:9.3f} {t_h:10.3f} {t_o / t_h:6.2f} {os.path.getsize(ours) / 1e6:10.1f} "
+                  f"{os.path.getsize(theirs) / 1e6:11.1f}")
+    print("load:", os.popen("uptime").read().strip())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

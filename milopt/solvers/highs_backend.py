@@ -1,0 +1,215 @@
+"""HiGHS backend: LP, MILP and convex QP through highspy, built from the matrix form.
+
+The :class:`~milopt.matrix.MatrixForm` is handed to HiGHS in one ``passModel`` call (column-wise
+constraint matrix, lower-triangular Hessian), so no Pyomo interface sits in between.  HiGHS
+solves MIQP and quadratic rows not at all: the backend declares LP, MILP, QP and the driver
+refuses the rest before solving.
+
+Hazards handled (docs/solvers.md):
+
+* HiGHS prints its banner on standard output when a ``Highs()`` object is created, before any
+  option can be set: the construction runs with file descriptor 1 pointed at stderr
+  (:func:`~milopt.solvers.backend.quiet_stdout`), and so does the solve when ``verbose`` (HiGHS
+  logs to stdout), so ``--json`` output stays one JSON document.
+* HiGHS's global thread scheduler cannot change its thread count inside one process without
+  ``Highs.resetGlobalScheduler(True)``: done whenever the requested count changes.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from milopt.errors import InvalidDataError
+from milopt.solvers.backend import Backend, RawResult, quiet_stdout
+from milopt.solvers.result import Termination
+
+#: HighsModelStatus name -> Termination
+STATUS_MAP = {
+    "kOptimal": Termination.OPTIMAL,
+    "kInfeasible": Termination.INFEASIBLE,
+    "kUnboundedOrInfeasible": Termination.INFEASIBLE_OR_UNBOUNDED,
+    "kUnbounded": Termination.UNBOUNDED,
+    "kTimeLimit": Termination.TIME_LIMIT,
+    "kIterationLimit": Termination.ITERATION_LIMIT,
+    "kSolutionLimit": Termination.ITERATION_LIMIT,
+    "kObjectiveBound": Termination.ITERATION_LIMIT,
+    "kObjectiveTarget": Termination.ITERATION_LIMIT,
+    "kInterrupt": Termination.INTERRUPTED,
+    "kHighsInterrupt": Termination.INTERRUPTED,
+    "kModelEmpty": Termination.OPTIMAL,
+    "kMemoryLimit": Termination.ERROR,
+    "kLoadError": Termination.ERROR,
+    "kModelError": Termination.ERROR,
+    "kPresolveError": Termination.ERROR,
+    "kSolveError": Termination.ERROR,
+    "kPostsolveError": Termination.ERROR,
+    "kNotset": Termination.UNKNOWN,
+    "kUnknown": Termination.UNKNOWN,
+}
+
+#: HiGHS refuses matrix, cost and Hessian values of this size or more (its large_matrix_value)
+HIGHS_LARGE_VALUE = 1e15
+
+_THREADS = [None]
+
+
+def new_highs():
+    """A quiet ``highspy.Highs`` (its banner kept off stdout)."""
+    import highspy
+
+    with quiet_stdout():
+        h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    return h
+
+
+def version() -> str:
+    import highspy
+
+    try:
+        return highspy.Highs.version()
+    except TypeError:
+        return new_highs().version()
+
+
+def check_magnitudes(mf) -> None:
+    """Refuse, with a message naming the source, a model whose coefficients a solver cannot hold
+    (non-finite, or beyond HiGHS's 1e15 limit: data near 1e300 with standardisation off)."""
+    parts = [("constraint matrix", sp.csr_matrix(mf.A).data), ("objective", np.asarray(mf.c))]
+    if mf.Q is not None:
+        parts.append(("quadratic objective", sp.csr_matrix(mf.Q).data))
+    for what, vals in parts:
+        if vals.size == 0:
+            continue
+        big = np.abs(vals)
+        if not np.all(np.isfinite(big)):
+            raise InvalidDataError(f"the model's {what} holds infinite or NaN coefficients (from data values too "
+                                   "large to multiply); rescale the features or keep --set scale=true")
+        if big.max() >= HIGHS_LARGE_VALUE:
+            raise InvalidDataError(f"the model's {what} holds coefficients up to {big.max():.3g} (solvers accept "
+                                   f"less than {HIGHS_LARGE_VALUE:.0e}); the data has values of that size: rescale the "
+                                   "features or keep --set scale=true")
+
+
+def to_highs(mf, names: bool = False, h=None):
+    """A ``highspy.Highs`` object holding the problem (quiet).  Linear rows and a quadratic
+    objective only: the caller refuses quadratic rows, SOS and indicators first."""
+    import highspy
+
+    h = h or new_highs()
+    lp = highspy.HighsLp()
+    n = mf.c.size
+    lp.num_col_ = n
+    lp.num_row_ = mf.A.shape[0]
+    lp.col_cost_ = np.asarray(mf.c, dtype=float)
+    lp.col_lower_ = np.asarray(mf.col_lb, dtype=float)
+    lp.col_upper_ = np.asarray(mf.col_ub, dtype=float)
+    lp.row_lower_ = np.asarray(mf.row_lb, dtype=float)
+    lp.row_upper_ = np.asarray(mf.row_ub, dtype=float)
+    lp.offset_ = float(mf.c0)
+    lp.sense_ = highspy.ObjSense.kMinimize if mf.sense == 1 else highspy.ObjSense.kMaximize
+    Acsc = sp.csc_matrix(mf.A)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = Acsc.indptr
+    lp.a_matrix_.index_ = Acsc.indices
+    lp.a_matrix_.value_ = Acsc.data
+    lp.a_matrix_.num_col_ = n
+    lp.a_matrix_.num_row_ = mf.A.shape[0]
+    if np.any(mf.integrality):
+        lp.integrality_ = [highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
+                           for b in np.asarray(mf.integrality, dtype=bool)]
+    if names:
+        lp.col_names_ = [str(s) for s in mf.col_names]
+        lp.row_names_ = [str(s) for s in mf.row_names]
+    model = highspy.HighsModel()
+    model.lp_ = lp
+    if mf.Q is not None and mf.Q.nnz:
+        L = sp.tril(mf.Q, format="csc")
+        hess = highspy.HighsHessian()
+        hess.dim_ = n
+        hess.format_ = highspy.HessianFormat.kTriangular
+        hess.start_ = L.indptr
+        hess.index_ = L.indices
+        hess.value_ = L.data
+        model.hessian_ = hess
+    st = h.passModel(model)
+    if st == highspy.HighsStatus.kError:
+        raise InvalidDataError("HiGHS refused the model (coefficients or bounds it cannot represent); "
+                               "rescale the data or keep feature standardisation on")
+    return h
+
+
+def _skip(mf, opts):
+    if mf.qrows:
+        return True, "highs cannot solve problems with quadratic constraints"
+    if mf.sos or mf.n_indicators:
+        return True, "highs takes neither SOS nor indicator constraints"
+    if np.any(mf.integrality) and mf.has_quadratic_objective():
+        return True, "highs cannot solve MIQP problems (integer variables with a quadratic objective)"
+    return False, ""
+
+
+def solve_matrix(mf, opts) -> RawResult:
+    import highspy
+
+    check_magnitudes(mf)
+    thr = opts.threads
+    want = 0 if thr is None else int(thr)  # 0: HiGHS's automatic count
+    if _THREADS[0] is not None and want != _THREADS[0]:
+        highspy.Highs.resetGlobalScheduler(True)  # a thread-count change needs a new scheduler
+    _THREADS[0] = want
+    t0 = time.perf_counter()
+    h = to_highs(mf)
+    if opts.verbose:
+        h.setOptionValue("output_flag", True)
+    if opts.time_limit is not None:
+        h.setOptionValue("time_limit", max(0.01, float(opts.time_limit) - (time.perf_counter() - t0)))
+    if opts.mip_gap is not None:
+        h.setOptionValue("mip_rel_gap", float(opts.mip_gap))
+    if thr is not None:
+        h.setOptionValue("threads", int(thr))
+    for k, v in dict(opts.options).items():
+        h.setOptionValue(k, v)
+    integer = bool(np.any(mf.integrality))
+    if opts.warm_start and opts.x0 is not None and integer:
+        x0 = np.where(np.isnan(opts.x0), 0.0, opts.x0)
+        sol = highspy.HighsSolution()
+        sol.col_value = list(map(float, x0))
+        sol.value_valid = True
+        h.setSolution(sol)
+    trajectory = []
+    if integer:
+        def on_improving(e):
+            trajectory.append((time.perf_counter() - t1, float(e.data_out.objective_function_value)))
+
+        h.cbMipImprovingSolution.subscribe(on_improving)
+    t1 = time.perf_counter()
+    with quiet_stdout():
+        h.run()
+    status = h.getModelStatus()
+    name = status.name if hasattr(status, "name") else str(status).rsplit(".", 1)[-1]
+    term = STATUS_MAP.get(name, Termination.UNKNOWN)
+    info = h.getInfo()
+    has_sol = int(getattr(info, "primal_solution_status", 0)) == 2  # kSolutionStatusFeasible
+    x = np.asarray(h.getSolution().col_value, dtype=float) if has_sol else None
+    objective = float(info.objective_function_value) if has_sol else None
+    bound = None
+    if integer:
+        b = float(info.mip_dual_bound)
+        bound = b if np.isfinite(b) else None
+    elif term == Termination.OPTIMAL:
+        bound = objective
+    iters = sum(max(0, int(getattr(info, k, 0) or 0)) for k in ("simplex_iteration_count", "qp_iteration_count",
+                                                                 "ipm_iteration_count"))
+    nodes = int(info.mip_node_count) if integer and int(info.mip_node_count) >= 0 else None
+    return RawResult(termination=term, x=x, objective=objective, bound=bound, iterations=iters, nodes=nodes,
+                     status_text=name, trajectory=trajectory, extra={"highs_status": name})
+
+
+BACKEND = Backend(
+    name="highs", classes=frozenset({"LP", "MILP", "QP"}), module="highspy", version=version,
+    solve_matrix=solve_matrix, status_map=STATUS_MAP, skip=_skip, aliases=("appsi_highs",),
+    description="HiGHS (LP, MILP, convex QP by active set); not MIQP", install="included (highspy)",
+    limits="no MIQP, no quadratic rows, SOS or indicators", trajectory=True, warm_start=True)

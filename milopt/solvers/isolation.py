@@ -1,0 +1,184 @@
+"""Running a backend's solve where milopt can stop it: a child process with a hard deadline.
+
+A native solver can hang or abort the process it runs in (docs/solvers.md, "Hazards": SCIP 10
+dead-locking in ``free()`` inside its sub-NLP heuristic, or aborting with ``munmap_chunk():
+invalid pointer``).  Code in C that never returns cannot be stopped from the same process, so
+an *isolated* backend's ``solve_matrix`` runs in a forked child:
+
+* the child receives the matrix form by fork (no copy, no pickling), sends every improving
+  solution (seconds, objective, x) to the parent as it is found, then the final
+  :class:`~milopt.solvers.backend.RawResult`;
+* the parent waits until the deadline (the time limit of the whole call plus a grace period for
+  the solver to stop on its own); past it the child is killed and the result is
+  ``time_limit`` with the last incumbent received (status feasible) or none;
+* a child that dies (a signal, an abort) gives ``error`` with the signal and the last lines the
+  solver wrote;
+* Ctrl-C in the parent kills the child and is re-raised.
+
+The solver's own output (stdout and stderr of the child) goes to a temporary file unless
+``verbose``; its tail is kept in the result's log when the child fails.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import tempfile
+import time
+
+from milopt.solvers.backend import RawResult, SolveOptions, quiet_stdout
+from milopt.solvers.result import Termination
+
+#: seconds granted past the time limit for a solver to stop by itself before it is killed
+GRACE_SECONDS = 5.0
+#: and as a fraction of the time limit (whichever is larger)
+GRACE_FRACTION = 0.1
+
+
+def grace(time_limit: float | None) -> float:
+    return GRACE_SECONDS if time_limit is None else max(GRACE_SECONDS, GRACE_FRACTION * float(time_limit))
+
+
+def run_backend(backend, mf, opts: SolveOptions, *, isolate: bool, deadline: float | None) -> RawResult:
+    """``backend.solve_matrix(mf, opts)``, isolated in a child process when ``isolate``."""
+    if not isolate or not _fork_available():
+        with quiet_stdout():
+            try:
+                return backend.solve_matrix(mf, opts)
+            except Exception as exc:
+                if _is_licence_error(exc):
+                    raise
+                return RawResult(termination=Termination.ERROR, log=f"{type(exc).__name__}: {exc}",
+                                 extra={"error": f"{type(exc).__name__}: {exc}"})
+    return _run_child(backend, mf, opts, deadline)
+
+
+def _is_licence_error(exc) -> bool:
+    from milopt.errors import LicenceLimitError
+
+    return isinstance(exc, LicenceLimitError)
+
+
+def _fork_available() -> bool:
+    return "fork" in mp.get_all_start_methods()
+
+
+def _child(backend, mf, opts, conn, logpath, verbose):
+    # own output: to the log file unless verbose (then to the parent's stderr)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides about Ctrl-C
+    import faulthandler
+
+    faulthandler.disable()  # a crash in native code is reported by the parent, from the exit signal
+    fd = os.open(logpath, os.O_WRONLY | os.O_APPEND)
+    os.dup2(fd if not verbose else 2, 1)
+    if not verbose:
+        os.dup2(fd, 2)
+    os.close(fd)
+
+    def on_incumbent(t, obj, x):
+        try:
+            conn.send(("incumbent", float(t), float(obj), x))
+        except Exception:
+            pass
+
+    o = SolveOptions(**{**opts.__dict__, "on_incumbent": on_incumbent})
+    try:
+        raw = backend.solve_matrix(mf, o)
+        conn.send(("result", raw))
+    except BaseException as exc:  # everything goes back as a status
+        conn.send(("exception", exc if _is_licence_error(exc) else None, f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+        os._exit(0)
+
+
+def _tail(path: str, lines: int = 15) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - 8192))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _run_child(backend, mf, opts: SolveOptions, deadline: float | None) -> RawResult:
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    fd, logpath = tempfile.mkstemp(prefix="milopt-solver-", suffix=".log")
+    os.close(fd)
+    hard = None if deadline is None else deadline + grace(opts.time_limit)
+    last = None  # (t, obj, x) of the last incumbent received
+    trajectory = []
+    proc = ctx.Process(target=_child, args=(backend, mf.without_variables(), opts, send, logpath, bool(opts.verbose)),
+                       daemon=True)
+    try:
+        proc.start()
+        send.close()
+        outcome = None
+        while outcome is None:
+            wait = 0.5 if hard is None else max(0.0, min(0.5, hard - time.perf_counter()))
+            if recv.poll(wait):
+                try:
+                    msg = recv.recv()
+                except (EOFError, OSError):
+                    msg = None
+                if msg is None:  # the child closed the pipe: it died or exited
+                    proc.join(2.0)
+                    outcome = ("died",)
+                elif msg[0] == "incumbent":
+                    last = msg[1:]
+                    trajectory.append((msg[1], msg[2]))
+                else:
+                    outcome = msg
+            elif not proc.is_alive() and not recv.poll(0):
+                outcome = ("died",)
+            elif hard is not None and time.perf_counter() >= hard:
+                outcome = ("killed",)
+    except KeyboardInterrupt:
+        _kill(proc)
+        raise
+    finally:
+        if proc.is_alive():
+            _kill(proc)
+        recv.close()
+    try:
+        if outcome[0] == "result":
+            raw = outcome[1]
+            if not raw.trajectory:
+                raw.trajectory = trajectory
+            return raw
+        if outcome[0] == "exception":
+            if outcome[1] is not None:
+                raise outcome[1]
+            return RawResult(termination=Termination.ERROR, log=outcome[2], extra={"error": outcome[2]})
+        tail = _tail(logpath)
+        if outcome[0] == "killed":
+            msg = (f"{backend.name} did not stop at its time limit; milopt stopped it "
+                   f"{grace(opts.time_limit):.1f} s past the limit")
+            term = Termination.TIME_LIMIT
+        else:
+            code = proc.exitcode
+            what = f"signal {-code} ({signal.Signals(-code).name})" if code is not None and code < 0 else f"exit code {code}"
+            msg = f"{backend.name} ended the solver process abnormally ({what})"
+            term = Termination.ERROR
+        extra = {"error" if term == Termination.ERROR else "message": msg, "solver_output_tail": tail}
+        if last is None:
+            return RawResult(termination=term, log=tail, trajectory=trajectory, extra=extra)
+        return RawResult(termination=term if term == Termination.TIME_LIMIT else Termination.ERROR, x=last[2],
+                         objective=last[1], log=tail, trajectory=trajectory, extra=extra)
+    finally:
+        try:
+            os.unlink(logpath)
+        except OSError:
+            pass
+
+
+def _kill(proc) -> None:
+    try:
+        proc.kill()
+    except Exception:
+        pass
+    proc.join(2.0)
