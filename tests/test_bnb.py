@@ -343,3 +343,29 @@ def test_interruption_in_the_starts(monkeypatch):
     assert out["nodes"] <= 1
     assert out["termination"] in ("interrupted", "optimal")
     assert out["bound"] <= ref + 1e-7 <= out["objective"] + 2e-7
+
+
+def test_driver_returns_interrupted_result(monkeypatch):
+    """Ctrl-C in the search: the driver returns bnb's incumbent and bound (status feasible,
+    termination interrupted), loaded into the model."""
+    from milopt.algorithms.bnb import search
+
+    calls = {"n": 0}
+    orig = search.MISVMBranchAndBound.evaluate
+
+    def evaluate(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise KeyboardInterrupt
+        return orig(self, *a, **k)
+
+    monkeypatch.setattr(search.MISVMBranchAndBound, "evaluate", evaluate)
+    bags = tiny(9, n_pos=5, n_neg=4)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    m = misvm_bigm.build(bags, C=1.0)
+    res = solve(m, "bnb", mip_gap=1e-9, options={"restarts": 0, "anneal": 0})
+    assert res.termination == Termination.INTERRUPTED and res.status == SolutionStatus.FEASIBLE
+    assert res.extra["interrupted_with_solution"] is True
+    assert res.bound <= ref + 1e-7 <= res.objective + 2e-7
+    assert pe.value(m.obj) == pytest.approx(res.objective, rel=1e-9)
