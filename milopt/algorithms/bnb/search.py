@@ -202,12 +202,24 @@ class MISVMBranchAndBound:
         F = self.y - self.Kv(self.y * alpha)
         return alpha, F, int(r["iterations"])
 
+    def _node_qp(self, alpha0, active, deadline, tol):
+        """(α, F, iterations) of the node QP: the interior-point method when it is the node
+        solver (falling back to the coordinate descent if it fails numerically), else the
+        warm-started coordinate descent.  α is always exactly dual feasible."""
+        if self.qp == "ipm":
+            try:
+                with np.errstate(all="ignore"):
+                    alpha, F, it = self._solve_node_ipm(active)
+                if np.all(np.isfinite(alpha)) and np.all(np.isfinite(F)):
+                    return alpha, F, it
+            except (ZeroDivisionError, FloatingPointError, ValueError, np.linalg.LinAlgError):
+                pass
+        return self._solve_node_smo(alpha0, active, deadline, tol)
+
     def solve_selection(self, active, deadline, tol=1e-6):
         """Dual-feasible multipliers of the SVM on the effective set ``active`` (high accuracy:
         the interior-point method when it is the node solver, else coordinate descent)."""
-        if self.qp == "ipm":
-            return self._solve_node_ipm(active)[0]
-        return self._solve_node_smo(np.zeros(self.n), active, deadline, tol)[0]
+        return self._node_qp(np.zeros(self.n), active, deadline, tol)[0]
 
     def evaluate(self, node, incumbent, eps, deadline, dive=False):
         """:meth:`_evaluate`, plus with ``dive`` the alternation on selections started from the
@@ -243,10 +255,7 @@ class MISVMBranchAndBound:
         alpha0 = node.alpha
         iters = 0
         while True:
-            if self.qp == "ipm":
-                alpha, F, it = self._solve_node_ipm(active)
-            else:
-                alpha, F, it = self._solve_node_smo(alpha0, active, deadline, tol)
+            alpha, F, it = self._node_qp(alpha0, active, deadline, tol)
             iters += it
             D, coef, raw = self.dual_objective(alpha)
             nb = max(node.bound, D)
