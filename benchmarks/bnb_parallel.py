@@ -4,8 +4,8 @@ Solves one fixed instance to proven optimality once per worker count, one after 
 this process (same data, same deterministic starting heuristics: no time limit, so the starts
 do not depend on the machine's speed), and prints per run the search time (after the starts),
 nodes, the CPU seconds of the master and of the workers (on a shared machine they show how
-much of the cores the run actually got), the proven objective and bound, and the speed-up of the search time over the first
-run.  Instances: ``nested:musk1:N`` (the nested MUSK1 subsets of benchmarks/exact_frontier.py)
+much of the cores the run actually got), the proven objective and bound, and the speed-up of
+the search time over the first run.  Instances: ``nested:musk1:N`` (the nested MUSK1 subsets of benchmarks/exact_frontier.py)
 or any DATA spec of ``milopt`` (features standardised, C = 1, kent-yu costs).
 
 Usage::
@@ -54,13 +54,15 @@ def main(argv=None):
         search = out["seconds"] - out["heuristic_seconds"]
         ch1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         child_cpu = (ch1.ru_utime + ch1.ru_stime) - (ch0.ru_utime + ch0.ru_stime)
-        rows.append({"workers": w, "search_seconds": search, "seconds": out["seconds"], "nodes": out["nodes"], "closed_nodes": out["closed_nodes"],
+        rows.append({"workers": w, "search_seconds": search, "seconds": out["seconds"], "nodes": out["nodes"],
+                     "closed_nodes": out["closed_nodes"],
                      "objective": out["objective"], "bound": out["bound"], "termination": out["termination"],
                      "master_cpu_seconds": time.process_time() - c0, "worker_cpu_seconds": child_cpu})
         r = rows[-1]
         r["speedup"] = rows[0]["search_seconds"] / search if search > 0 else None
         if not a.json:
-            print(f"{a.data} workers={w} search {search:.2f} s (total {out['seconds']:.2f} s) nodes={out['nodes']} (closed after evaluation {out['closed_nodes']}) "
+            print(f"{a.data} workers={w} search {search:.2f} s (total {out['seconds']:.2f} s) nodes={out['nodes']} "
+                  f"(closed after evaluation {out['closed_nodes']}) "
                   f"objective={out['objective']:.7g} bound={out['bound']:.7g} {out['termination']} "
                   f"speed-up {r['speedup']:.2f}; CPU s: master {r['master_cpu_seconds']:.1f}, workers {child_cpu:.1f}",
                   flush=True)
