@@ -369,3 +369,14 @@ def test_driver_returns_interrupted_result(monkeypatch):
     assert res.extra["interrupted_with_solution"] is True
     assert res.bound <= ref + 1e-7 <= res.objective + 2e-7
     assert pe.value(m.obj) == pytest.approx(res.objective, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_product_branching_equals_brute_force(seed):
+    bags = tiny(seed + 50, n_pos=4)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    out = solve_bags(bags, costs=costs, mip_gap=1e-7, restarts=0, anneal=0, branching="product")
+    assert out["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7

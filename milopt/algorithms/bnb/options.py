@@ -12,6 +12,8 @@ PARAMS = ParamSet(
     tol=Float(1e-4, "KKT tolerance of the coordinate-descent node QPs", gt=0, lt=1),
     qp=Choice("auto", ("auto", "ipm", "smo"),
               "node QP solver: interior point (small effective sets), warm-started coordinate descent, or auto"),
+    branching=Choice("lookahead", ("lookahead", "product"),
+                     "bag to branch on: largest weakest-child look-ahead gain, or its product with the mean gain"),
     anneal=Int(12, "deterministic-annealing runs (smoothed MI-SVM, L-BFGS; linear kernel) before the search",
                ge=0),
     start_share=Float(0.15, "largest share of the time limit spent on starting heuristics", ge=0, le=1),

@@ -74,7 +74,7 @@ class MISVMBranchAndBound:
         works on dual coefficients only and returns ``coef`` (f(x) = Σ coef_i K(z_i, x) + b).
     """
 
-    def __init__(self, X, bag_ptr, y_bag, costs, tol=1e-4, qp="auto", K=None):
+    def __init__(self, X, bag_ptr, y_bag, costs, tol=1e-4, qp="auto", K=None, branching="lookahead"):
         from milopt.algorithms.svm_dcd import GroupSVMDual
 
         self.kernel = K is not None
@@ -108,6 +108,9 @@ class MISVMBranchAndBound:
         self.dense = self.kernel or n <= DENSE_MAX
         self.K = K if self.kernel else (self.X @ self.X.T if self.dense else None)
         self.tol = float(tol)
+        if branching not in ("lookahead", "product"):
+            raise InvalidParameterError(f"bnb: branching must be 'lookahead' or 'product', got {branching!r}")
+        self.branching = branching
         # a bag of cost 0 (e.g. kent-yu weights without positive bags) never constrains (w, b):
         # its instances stay out of every effective set
         self.live = self.costs > 0
@@ -285,8 +288,14 @@ class MISVMBranchAndBound:
         bmax = np.full(unres.size, -np.inf)
         np.maximum.at(bmax, owner, raw[cand])
         viol = self.costs[ub_bags] * np.maximum(0.0, 1.0 - bmax - ph[1])
-        k = int(np.lexsort((-viol, -bag_min))[0])
-        nb = max(nb, float(D + bag_min[k]))
+        if self.branching == "product":
+            # MIP-style product score: the weakest child's gain times the mean child gain
+            bag_mean = np.bincount(owner, weights=g, minlength=unres.size) / self.sizes[ub_bags]
+            score = (bag_min + 1e-6) * (bag_mean + 1e-6)
+            k = int(np.lexsort((-viol, -score))[0])
+        else:
+            k = int(np.lexsort((-viol, -bag_min))[0])
+        nb = max(nb, float(D + bag_min.max()))
         sel = owner == k
         return {"action": "branch", "bound": nb, "iterations": iters, "raw": raw, "norm2": norm2, "coef": coef,
                 "phi": ph, "bag": int(unres[k]), "rows": cand[sel], "child_bounds": np.maximum(nb, D + g[sel]),
