@@ -25,8 +25,9 @@ from milopt.errors import InvalidParameterError
 __all__ = ["write", "write_mps", "write_lp", "FORMATS"]
 
 FORMATS = ("mps", "lp")
-#: gzip level of ``.gz`` files (6: zlib's default trade-off between time and size)
-GZIP_LEVEL = 6
+#: gzip level of ``.gz`` files: on MUSK2's big-M model (47.5 MB of MPS) level 3 takes 0.24 s CPU
+#: for 6.7 MB, zlib's default 6 takes 0.81 s for 5.6 MB
+GZIP_LEVEL = 3
 
 
 def _format_of(path) -> tuple:
@@ -64,6 +65,9 @@ def _emit(chunks, dest, compress: bool | None) -> int:
     object; return the number of bytes written."""
     if isinstance(dest, (str, os.PathLike)):
         path = Path(dest)
+        if not path.parent.is_dir():
+            raise InvalidParameterError(f"cannot write {path}: the directory {path.parent} does not exist; "
+                                        "create it first")
         if compress is None:
             compress = str(path).lower().endswith(".gz")
         fd, tmp = tempfile.mkstemp(prefix=".milopt-", suffix=".tmp", dir=str(path.parent) or ".")

@@ -37,14 +37,17 @@ def num_strings(v) -> list:
 
 
 def num_bytes(v) -> np.ndarray:
-    """:func:`num` of every entry of ``v`` as a fixed-width ``S`` array (formatted once per
-    distinct value)."""
+    """:func:`num` of every entry of ``v`` as a fixed-width ``S`` array."""
+    f = num_field(v)
+    return f[0][f[1]] if isinstance(f, tuple) else f
+
+
+def num_field(v):
+    """:func:`num` of every entry of ``v`` as an :func:`assemble` field ``(table, index)``: the
+    distinct values formatted once (a fixed-width ``S`` table) and each entry's row in it."""
     v = np.asarray(v, dtype=float).ravel() + 0.0
-    if v.size == 0:
-        return np.zeros(0, dtype="S1")
     if v.size <= _DEDUP:
-        return np.array(num_strings(v), dtype="S")
-    # distinct values by their bit patterns (a stable integer sort is faster than a float one)
+        return np.array(num_strings(v), dtype="S") if v.size else np.zeros(0, dtype="S1")
     bits = v.view(np.int64)
     order = np.argsort(bits, kind="stable")
     sb = bits[order]
@@ -53,7 +56,7 @@ def num_bytes(v) -> np.ndarray:
     np.not_equal(sb[1:], sb[:-1], out=new[1:])
     inv = np.empty(v.size, dtype=np.intp)
     inv[order] = np.cumsum(new) - 1
-    return np.array(num_strings(v[order[new]]), dtype="S")[inv]
+    return np.array(num_strings(v[order[new]]), dtype="S"), inv
 
 
 def as_bytes(strings) -> np.ndarray:
@@ -67,9 +70,10 @@ def assemble(fields, n: int, ends: bool = True):
 
     Parameters
     ----------
-    fields : list of bytes or ``S`` arrays
+    fields : list of bytes, ``S`` arrays or ``(table, index)`` pairs
         A ``bytes`` constant is repeated on every record; an ``S`` array (length ``n``) gives
-        one field per record.  An empty entry of an array contributes nothing.
+        one field per record; a pair gives ``table[index]`` (gathered block by block, never
+        whole).  An empty entry contributes nothing.
     n : int
         Number of records.
 
@@ -88,12 +92,12 @@ def assemble(fields, n: int, ends: bool = True):
             consts.append(bytes(f))
             arrays.append(None)
         else:
-            f = np.ascontiguousarray(f)
-            if f.shape != (n,):
+            table, idx = f if isinstance(f, tuple) else (np.ascontiguousarray(f), None)
+            if (idx if idx is not None else table).shape != (n,):
                 raise ValueError("field length does not match the number of records")
             consts.append(None)
-            arrays.append(f.view(np.uint8).reshape(n, f.dtype.itemsize))
-    widths = [len(c) if c is not None else a.shape[1] for c, a in zip(consts, arrays)]
+            arrays.append((table, idx))
+    widths = [len(c) if c is not None else a[0].dtype.itemsize for c, a in zip(consts, arrays)]
     offsets = np.r_[0, np.cumsum(widths)]
     # blocks of records small enough to stay in cache while they are built and squeezed
     step = max(1, _BLOCK_BYTES // max(int(offsets[-1]), 1))
@@ -107,7 +111,8 @@ def assemble(fields, n: int, ends: bool = True):
         b = buf[:s1 - s0]
         for a, o, w in zip(arrays, offsets[:-1].tolist(), widths):
             if a is not None and w:
-                b[:, o:o + w] = a[s0:s1]
+                col = a[0][s0:s1] if a[1] is None else a[0][a[1][s0:s1]]
+                b[:, o:o + w] = col.view(np.uint8).reshape(s1 - s0, w)
         if ends:
             counts.append(np.count_nonzero(b, axis=1))
         out.append(b.tobytes().translate(None, b"\0"))
@@ -126,7 +131,11 @@ def check_form(mf) -> None:
                                    "give one entry per column (per row for row_lb/row_ub)")
     if mf.A.shape[1] != n:
         raise InvalidDataError(f"MatrixForm.A has {mf.A.shape[1]} columns, c has {n}: make them agree")
-    for nm, v in (("c", mf.c), ("A", mf.A.data), ("Q", None if mf.Q is None else sp.csc_matrix(mf.Q).data)):
+    if mf.Q is not None and mf.Q.shape != (n, n):
+        raise InvalidDataError(f"MatrixForm.Q has shape {mf.Q.shape}, expected ({n}, {n}): one row and column "
+                               "per column of the form")
+    Qd = None if mf.Q is None else sp.csc_matrix(mf.Q).data
+    for nm, v in (("c", mf.c), ("A", sp.csr_matrix(mf.A).data), ("Q", Qd)):
         if v is not None and not np.all(np.isfinite(v)):
             raise InvalidDataError(f"MatrixForm.{nm} holds NaN or infinite entries: "
                                    "coefficients must be finite numbers")
@@ -154,6 +163,14 @@ def check_form(mf) -> None:
         act = np.asarray(mf.ind_active)
         if not np.all((act == 0) | (act == 1)):
             raise InvalidDataError("MatrixForm.ind_active must hold 0 or 1 for every indicator row")
+        zb = np.asarray(mf.ind_binary, dtype=np.int64)
+        ok = (zb >= 0) & (zb < n)
+        ok[ok] = (np.asarray(mf.integrality, bool)[zb[ok]] & (np.asarray(mf.col_lb)[zb[ok]] >= 0)
+                  & (np.asarray(mf.col_ub)[zb[ok]] <= 1))
+        if not ok.all():
+            k = int(np.flatnonzero(~ok)[0])
+            raise InvalidDataError(f"indicator row {k} is switched by column {int(zb[k])}, which is not a binary "
+                                   "column: give ind_binary the index of an integer column with bounds in [0, 1]")
     if mf.sense not in (1, -1):
         raise InvalidDataError(f"MatrixForm.sense is {mf.sense!r}: use +1 (minimise) or -1 (maximise)")
 
@@ -203,7 +220,7 @@ def _split(lo, hi, split):
     return idx, new_lo, new_hi, suffix
 
 
-def rows_as_written(mf, split_linear_ranges: bool, col_names) -> Rows:
+def rows_as_written(mf, split_linear_ranges: bool) -> Rows:
     """The written rows of ``mf`` (see :class:`Rows`); quadratic and indicator rows with two
     finite bounds are always split in two (no reader takes a ranged one)."""
     n = mf.n_cols
@@ -244,7 +261,8 @@ def rows_as_written(mf, split_linear_ranges: bool, col_names) -> Rows:
     drop = (kind > 0) & (lo == -INF) & (hi == INF)
     if drop.any():
         keep = np.flatnonzero(~drop)
-        B, kind, src, lo, hi, base, suffix = B[keep], kind[keep], src[keep], lo[keep], hi[keep], base[keep], suffix[keep]
+        B, kind, src, lo, hi = B[keep], kind[keep], src[keep], lo[keep], hi[keep]
+        base, suffix = base[keep], suffix[keep]
     # names: every row's own name cleaned (the same in both formats), then the _lo / _up of a
     # split row appended, then collisions that creates resolved
     clean = clean_names(raw, "R", reserved=(OBJ_NAME,))

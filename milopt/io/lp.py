@@ -45,7 +45,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.io._common import (as_bytes, assemble, check_form, column_names, header_lines, num,
-                               num_bytes, num_strings, rows_as_written, sos_names)
+                               num_field, num_strings, rows_as_written, sos_names)
 
 __all__ = ["lp_chunks"]
 
@@ -66,7 +66,7 @@ def _terms(rowptr, cols, vals, colS, n_rows):
     last = np.zeros(nnz, dtype=bool)
     last[rowptr[1:][counts > 0] - 1] = True
     brk = np.where(((pos % PER_LINE) == PER_LINE - 1) & ~last, b"\n ", b"").astype("S2")
-    blob, ends = assemble([sign, num_bytes(np.abs(vals)), b" ", colS[cols], brk], nnz)
+    blob, ends = assemble([sign, num_field(np.abs(vals)), b" ", (colS, cols), brk], nnz)
     offs = np.r_[0, ends]
     return blob, offs[rowptr]
 
@@ -119,7 +119,7 @@ def lp_chunks(mf) -> list:
     check_form(mf)
     n = mf.n_cols
     cols = column_names(mf)
-    rows = rows_as_written(mf, split_linear_ranges=True, col_names=cols)
+    rows = rows_as_written(mf, split_linear_ranges=True)
     colS = as_bytes(cols)
     lb = np.asarray(mf.col_lb, float)
     ub = np.asarray(mf.col_ub, float)

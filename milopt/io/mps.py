@@ -31,12 +31,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.io._common import (INF, as_bytes, assemble, check_form, column_names, header_lines,
-                               num, num_bytes, rows_as_written, sos_names)
+                               num, num_bytes, num_field, num_strings, rows_as_written,
+                               sos_names)
 
 __all__ = ["mps_chunks"]
 
 _MARK_ORG = b"    MARKER 'MARKER' 'INTORG'\n"
 _MARK_END = b"    MARKER 'MARKER' 'INTEND'\n"
+# up to this many runs of integer columns, COLUMNS is assembled run by run
+_MAX_RUNS = 64
 
 
 def _row_types(lo, hi):
@@ -124,7 +127,7 @@ def mps_chunks(mf, name: str = "milopt") -> list:
     check_form(mf)
     n = mf.n_cols
     cols = column_names(mf)
-    rows = rows_as_written(mf, split_linear_ranges=False, col_names=cols)
+    rows = rows_as_written(mf, split_linear_ranges=False)
     colS = as_bytes(cols)
     rowS = as_bytes([rows.obj_name] + rows.names)
     lb = np.asarray(mf.col_lb, float)
@@ -156,21 +159,30 @@ def mps_chunks(mf, name: str = "milopt") -> list:
     ent_val = np.insert(Bc.data.astype(float), at, c[jo])
     per_col = counts + has_obj
     ent_col = np.repeat(np.arange(n), per_col)
-    blob, ends = assemble([b"    ", colS[ent_col], b" ", rowS[ent_row], b" ", num_bytes(ent_val), b"\n"],
-                          ent_val.size)
-    if integ.any():
-        first = np.r_[0, np.cumsum(per_col)]                         # entry index of each column
-        starts = np.r_[0, ends]                                      # byte offset of each entry
-        edges = np.diff(np.r_[0, integ.astype(np.int8), 0])
-        run_s = np.flatnonzero(edges == 1)
-        run_e = np.flatnonzero(edges == -1)
-        prev = 0
-        for s, e in zip(starts[first[run_s]].tolist(), starts[first[run_e]].tolist()):
-            out += [blob[prev:s], _MARK_ORG, blob[s:e], _MARK_END]
-            prev = e
-        out.append(blob[prev:])
+    fields = [b"    ", (colS, ent_col), b" ", (rowS, ent_row), b" ", num_field(ent_val), b"\n"]
+    first = np.r_[0, np.cumsum(per_col)]                             # entry index of each column
+    edges = np.diff(np.r_[0, integ.astype(np.int8), 0])
+    run_s = first[np.flatnonzero(edges == 1)]                        # entry where a run starts
+    run_e = first[np.flatnonzero(edges == -1)]                       # entry after a run
+    if run_s.size <= _MAX_RUNS:
+        # few runs of integer columns: assemble the stretches between markers one by one
+        cuts = np.r_[0, np.ravel(np.column_stack([run_s, run_e])), ent_val.size].tolist()
+        for k in range(len(cuts) - 1):
+            if k:
+                out.append(_MARK_ORG if k % 2 else _MARK_END)
+            lo_, hi_ = cuts[k], cuts[k + 1]
+            if hi_ > lo_:
+                part = [f if isinstance(f, bytes) else
+                        ((f[0], f[1][lo_:hi_]) if isinstance(f, tuple) else f[lo_:hi_]) for f in fields]
+                out.append(assemble(part, hi_ - lo_, ends=False)[0])
     else:
-        out.append(blob)
+        blob, ends = assemble(fields, ent_val.size)
+        starts = np.r_[0, ends]                                      # byte offset of each entry
+        prev = 0
+        for s0, e0 in zip(starts[run_s].tolist(), starts[run_e].tolist()):
+            out += [blob[prev:s0], _MARK_ORG, blob[s0:e0], _MARK_END]
+            prev = e0
+        out.append(blob[prev:])
 
     # ---- RHS and RANGES
     out.append(b"RHS\n")
@@ -247,8 +259,6 @@ def mps_chunks(mf, name: str = "milopt") -> list:
 
 def num_strings_of(w, size):
     """SOS weights as strings (``1, 2, ...`` when none are given)."""
-    from milopt.io._common import num_strings
-
     if w is None or np.size(w) == 0:
         w = np.arange(1, size + 1, dtype=float)
     return num_strings(w)

@@ -9,10 +9,10 @@ readable.  The rule, applied name by name in order:
    ``*``, ``^``, ``<``, ``=``, non-ASCII letters ...): these delimit tokens in the LP format
    or end a name in free MPS;
 3. a name that the LP format would read as something else gets a leading ``_``: one that
-   starts with anything but a letter or ``_`` (a digit, ``.``, ``(``, ``,``), one that starts with ``e`` / ``E`` followed by a digit, ``+``,
-   ``-`` or ``.`` (read as an exponent), one equal (in any case) to a keyword of the format
-   (``inf``, ``infinity``, ``free``, ``end``, ``st``, ``bounds``, ``binary``, ``sos``,
-   ``constant`` ...);
+   starts with anything but a letter or ``_`` (a digit, ``.``, ``(``, ``,``), one that starts
+   with ``e`` / ``E`` followed by a digit, ``+``, ``-`` or ``.`` (read as an exponent), one
+   equal (in any case) to a keyword of either format (``inf``, ``infinity``, ``free``, ``end``,
+   ``st``, ``bounds``, ``binary``, ``sos``, ``constant``, ``obj`` ...);
 4. an empty (or missing) name becomes ``C<j>`` for column ``j`` or ``R<i>`` for row ``i``;
 5. a name longer than 255 characters (the limit of CPLEX's and Gurobi's readers) is cut;
 6. collisions: the first holder of a name keeps it; each later one becomes ``name_k`` with the

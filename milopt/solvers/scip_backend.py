@@ -79,13 +79,17 @@ def build_scip(mf, verbose: bool = False):
     A = sp.csr_matrix(mf.A)
     ind, dat, ptr = A.indices, A.data, A.indptr
     for r in range(A.shape[0]):
+        lo, hi = _bound(mf.row_lb[r]), _bound(mf.row_ub[r])
+        if lo is None and hi is None:  # a free row constrains nothing (PySCIPOpt refuses it)
+            continue
         a, b = ptr[r], ptr[r + 1]
         e = ps.quicksum(float(v) * xs[j] for v, j in zip(dat[a:b].tolist(), ind[a:b].tolist()))
-        s.addCons(ExprCons(e, lhs=_bound(mf.row_lb[r]), rhs=_bound(mf.row_ub[r])), name=f"r{r}")
+        s.addCons(ExprCons(e, lhs=lo, rhs=hi), name=f"r{r}")
     for k, q in enumerate(mf.qrows):
         e = ps.quicksum(float(v) * xs[j] for v, j in zip(q.lin_val.tolist(), q.lin_idx.tolist()))
         e = e + ps.quicksum(float(v) * xs[i] * xs[j] for v, i, j in zip(q.qv.tolist(), q.qi.tolist(), q.qj.tolist()))
-        s.addCons(ExprCons(e, lhs=_bound(q.lb), rhs=_bound(q.ub)), name=f"q{k}")
+        if np.isfinite(q.lb) or np.isfinite(q.ub):
+            s.addCons(ExprCons(e, lhs=_bound(q.lb), rhs=_bound(q.ub)), name=f"q{k}")
     for k, so in enumerate(mf.sos):
         vs = [xs[j] for j in so.idx.tolist()]
         w = [float(x) for x in so.weights]

@@ -1,0 +1,326 @@
+r"""Gurobi backend: the matrix form handed to Gurobi through ``gurobipy``'s matrix API.
+
+No file round trip and no Pyomo solver interface: :class:`milopt.matrix.MatrixForm` becomes a
+``gurobipy.Model`` directly (docs/backends.md).
+
+* columns: one ``addMVar`` with bounds and types (``B`` for integer columns within [0, 1],
+  ``I``, ``C``);
+* objective: ``setMObjective(½Q, c, c₀, sense)`` — Gurobi's matrix objective is
+  :math:`x^\top Q' x + c^\top x + c_0`, so the matrix form's full symmetric Hessian enters
+  halved;
+* linear rows: ``addMConstr`` per kind (``=``, ``≤``, ``≥``; a two-sided row as one ``≤`` and
+  one ``≥`` row: Gurobi's own ranges add a slack column);
+* quadratic rows: ``addMQConstr`` with the term matrix :math:`T_{ij} = q` for each term
+  :math:`q\,x_i x_j` over the columns involved (:math:`x^\top T x` counts each term once);
+  non-convex rows and objectives are solved to global optimality (Gurobi's ``NonConvex``
+  default);
+* indicator rows: ``addGenConstrIndicator`` (active at ``z = v``; a range as two);
+  SOS: ``addSOS`` with the weights; branching priorities: the ``BranchPriority`` attribute
+  (higher first, as in the matrix form);
+* warm start: the ``Start`` attribute (``GRB.UNDEFINED`` where ``x0`` is NaN);
+* incumbent trajectory: the callback at ``MIPSOL`` with ``MIPSOL_OBJ`` (the objective with its
+  constant);
+* limits: ``TimeLimit`` (what is left of ``opts.time_limit`` after the build), ``MIPGap``,
+  ``Threads``; native options by parameter name (``{"MIPFocus": 1}``).
+
+Output: the environment is started with ``OutputFlag = 0`` (no banner) unless ``verbose``;
+the log then goes to stderr (:func:`~milopt.solvers._commercial.quiet_output`: gurobipy prints
+it from Python, and native code writes to file descriptor 1).
+
+Licence: the ``gurobipy`` wheel carries a size-limited licence.  Measured with gurobipy 13.0.3:
+at most 2,000 variables and 2,000 constraints (linear, quadratic and general constraints
+such as indicators counted together), and at most 200 variables once the objective or a row is
+quadratic; past them ``optimize`` raises error 10010.  Whether the licence is that one is probed
+once per process (a 2,001-variable LP); only then does ``skip`` refuse a larger instance.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from milopt.errors import InvalidParameterError
+from milopt.solvers._commercial import (Deadline, Incumbents, error_result, integer_codes, is_mip, licence_message,
+                                        native_options, one_line, one_sided, priority_columns, probe_once,
+                                        quiet_output, row_kinds)
+from milopt.solvers.backend import Backend, RawResult
+from milopt.solvers.result import Termination as T
+
+#: Gurobi optimisation status codes (GRB.Status) → Termination
+STATUS_MAP = {
+    1: T.UNKNOWN,                    # LOADED (not solved)
+    2: T.OPTIMAL,                    # OPTIMAL
+    3: T.INFEASIBLE,                 # INFEASIBLE
+    4: T.INFEASIBLE_OR_UNBOUNDED,    # INF_OR_UNBD
+    5: T.UNBOUNDED,                  # UNBOUNDED
+    6: T.ITERATION_LIMIT,            # CUTOFF (objective cutoff)
+    7: T.ITERATION_LIMIT,            # ITERATION_LIMIT
+    8: T.ITERATION_LIMIT,            # NODE_LIMIT
+    9: T.TIME_LIMIT,                 # TIME_LIMIT
+    10: T.ITERATION_LIMIT,           # SOLUTION_LIMIT
+    11: T.INTERRUPTED,               # INTERRUPTED (Ctrl-C)
+    12: T.ERROR,                     # NUMERIC
+    13: T.UNKNOWN,                   # SUBOPTIMAL
+    14: T.UNKNOWN,                   # INPROGRESS
+    15: T.ITERATION_LIMIT,           # USER_OBJ_LIMIT
+    16: T.ITERATION_LIMIT,           # WORK_LIMIT
+    17: T.ERROR,                     # MEM_LIMIT
+    18: T.OPTIMAL,                   # LOCALLY_OPTIMAL (local NLP solve)
+    19: T.INFEASIBLE,                # LOCALLY_INFEASIBLE
+}
+
+#: size-limited (pip) licence: measured with gurobipy 13.0.3
+RESTRICTED_VARIABLES = 2000
+RESTRICTED_CONSTRAINTS = 2000
+RESTRICTED_QUADRATIC_VARIABLES = 200
+LICENCE_ERRORS = {10009, 10010}  # NO_LICENSE, SIZE_LIMIT_EXCEEDED
+FULL_LICENCE = ("set GRB_LICENSE_FILE to a full gurobi.lic (academic or commercial, from grbgetkey), "
+                "or use another solver (--solver scip)")
+
+
+def _version() -> str:
+    import gurobipy
+
+    return ".".join(map(str, gurobipy.gurobi.version()))
+
+
+def native_size(mf) -> tuple[int, int, bool]:
+    """Variables, constraints (a two-sided linear, quadratic or indicator row counts twice,
+    free linear rows not at all) and whether the model is quadratic, as built for Gurobi."""
+    k = row_kinds(mf.row_lb, mf.row_ub)
+    rows = int(k.eq.size + k.le.size + k.ge.size + 2 * k.rng.size)
+    rows += sum(len(one_sided(r.lb, r.ub)) for r in mf.qrows)
+    rows += sum(len(one_sided(lo, hi)) for lo, hi in zip(mf.ind_lb, mf.ind_ub))
+    return int(mf.n_cols), rows, bool(mf.qrows) or mf.has_quadratic_objective()
+
+
+def _env(verbose: bool):
+    import gurobipy as gp
+
+    env = gp.Env(empty=True)
+    env.setParam("OutputFlag", 1 if verbose else 0)
+    env.start()
+    return env
+
+
+def _probe_restricted() -> bool:
+    """True when a 2,001-variable LP is refused with the size-limited licence's error 10010."""
+    import gurobipy as gp
+
+    with quiet_output():
+        env = _env(False)
+        try:
+            m = gp.Model(env=env)
+            m.addMVar(RESTRICTED_VARIABLES + 1, lb=0.0, ub=1.0, obj=1.0)
+            try:
+                m.optimize()
+            except gp.GurobiError as exc:
+                return getattr(exc, "errno", None) == 10010
+            finally:
+                m.dispose()
+            return False
+        finally:
+            env.dispose()
+
+
+def _over(mf) -> str | None:
+    cols, rows, quad = native_size(mf)
+    cap = RESTRICTED_QUADRATIC_VARIABLES if quad else RESTRICTED_VARIABLES
+    if cols <= cap and rows <= RESTRICTED_CONSTRAINTS:
+        return None
+    limit = (f"{RESTRICTED_VARIABLES:,} variables and {RESTRICTED_CONSTRAINTS:,} constraints "
+             f"({RESTRICTED_QUADRATIC_VARIABLES} variables when quadratic)")
+    need = {"variables": cols, "constraints": rows}
+    return licence_message("gurobi", "size-limited Gurobi licence", limit, need, FULL_LICENCE, quadratic=quad)
+
+
+def skip(mf, opts) -> tuple[bool, str]:
+    """Refuse, before building, an instance over the size-limited licence when that is the
+    installed licence (probed once); a full licence takes everything."""
+    msg = _over(mf)
+    if msg is None:
+        return False, ""
+    if probe_once("gurobi", _probe_restricted):
+        return True, msg
+    return False, ""
+
+
+def _inf(v, big):
+    v = np.asarray(v, dtype=float)
+    return np.where(np.isfinite(v), v, np.sign(v) * big)
+
+
+def _build(m, mf, opts):
+    import gurobipy as gp
+    from gurobipy import GRB
+
+    n = mf.n_cols
+    codes = integer_codes(mf)
+    x = m.addMVar(n, lb=_inf(mf.col_lb, GRB.INFINITY), ub=_inf(mf.col_ub, GRB.INFINITY), vtype=codes)
+    Q = 0.5 * sp.csr_matrix(mf.Q) if mf.has_quadratic_objective() else None
+    m.setMObjective(Q, np.asarray(mf.c, dtype=float), float(mf.c0),
+                    sense=GRB.MAXIMIZE if mf.sense < 0 else GRB.MINIMIZE)
+
+    A = sp.csr_matrix(mf.A)
+    if A.shape[0]:
+        k = row_kinds(mf.row_lb, mf.row_ub)
+        lb, ub = np.asarray(mf.row_lb, dtype=float), np.asarray(mf.row_ub, dtype=float)
+        for rows, sense, rhs in ((k.eq, "=", lb), (k.le, "<", ub), (k.ge, ">", lb), (k.rng, "<", ub), (k.rng, ">", lb)):
+            if rows.size:
+                m.addMConstr(A[rows], x, sense, rhs[rows])
+
+    for j, q in enumerate(mf.qrows):
+        qi, qj = np.asarray(q.qi, dtype=np.int64), np.asarray(q.qj, dtype=np.int64)
+        u, inv = np.unique(np.concatenate([qi, qj]), return_inverse=True)
+        Tq = sp.coo_matrix((np.asarray(q.qv, dtype=float), (inv[:qi.size], inv[qi.size:])), shape=(u.size, u.size))
+        li = np.asarray(q.lin_idx, dtype=np.int64)
+        lin = (np.asarray(q.lin_val, dtype=float), x[li]) if li.size else (None, None)
+        for sn, rhs in one_sided(q.lb, q.ub):
+            m.addMQConstr(Tq.tocsr(), lin[0], {"E": "=", "L": "<", "G": ">"}[sn], rhs, x[u], x[u], lin[1],
+                          name=q.name or f"q{j}")
+
+    xl = x.tolist()
+    if mf.n_indicators:
+        G = sp.csr_matrix(mf.ind_A)
+        G.sum_duplicates()
+        sense = {"E": GRB.EQUAL, "L": GRB.LESS_EQUAL, "G": GRB.GREATER_EQUAL}
+        for r in range(mf.n_indicators):
+            a, b = G.indptr[r], G.indptr[r + 1]
+            expr = gp.LinExpr(G.data[a:b].tolist(), [xl[j] for j in G.indices[a:b].tolist()])
+            for sn, rhs in one_sided(float(mf.ind_lb[r]), float(mf.ind_ub[r])):
+                m.addGenConstrIndicator(xl[int(mf.ind_binary[r])], int(mf.ind_active[r]) == 1, expr, sense[sn], rhs)
+
+    for s in mf.sos:
+        m.addSOS(GRB.SOS_TYPE1 if int(s.level) == 1 else GRB.SOS_TYPE2, [xl[j] for j in np.asarray(s.idx).tolist()],
+                 np.asarray(s.weights, dtype=float).tolist())
+
+    cols, pri = priority_columns(mf)
+    if cols.size:
+        full = np.zeros(n, dtype=np.int64)
+        full[cols] = pri
+        x.setAttr("BranchPriority", full)
+
+    extra = {}
+    mip = is_mip(mf)
+    if opts.warm_start and opts.x0 is not None and mip:
+        x0 = np.asarray(opts.x0, dtype=float)
+        x.setAttr("Start", np.where(np.isfinite(x0), x0, GRB.UNDEFINED))
+        extra["warm_start_entries"] = int(np.isfinite(x0).sum())
+
+    if opts.threads is not None:
+        m.Params.Threads = int(opts.threads)
+    if opts.mip_gap is not None:
+        m.Params.MIPGap = float(opts.mip_gap)
+
+    def apply(k, v):
+        try:
+            m.setParam(k, v)
+        except Exception as exc:
+            raise InvalidParameterError(f"gurobi option {k}={v!r}: {one_line(exc)}; give a Gurobi parameter name, "
+                                        "e.g. MIPFocus=1") from None
+
+    native_options(apply, opts.options)
+    return x, extra
+
+
+def solve_matrix(mf, opts) -> RawResult:
+    """Solve ``mf`` with Gurobi (see the module docstring); never raises for a solver failure."""
+    dl = Deadline(opts.time_limit)
+    incumbents = Incumbents(int(mf.sense), dl.t0, opts.on_incumbent)
+    import gurobipy as gp
+    from gurobipy import GRB
+
+    xvar = []  # the columns, once built
+
+    def callback(model, where):
+        if where == GRB.Callback.MIPSOL:
+            incumbents.add(model.cbGet(GRB.Callback.MIPSOL_OBJ), lambda: model.cbGetSolution(xvar[0]))
+
+    with quiet_output():
+        env = m = None
+        try:
+            env = _env(bool(opts.verbose))
+            m = gp.Model(env=env)
+            x, extra = _build(m, mf, opts)
+            xvar.append(x)
+            left = dl.remaining()
+            if left is not None:
+                m.Params.TimeLimit = left
+            extra["build_seconds"] = dl.elapsed()
+            m.optimize(callback)
+            extra["solve_seconds"] = dl.elapsed() - extra["build_seconds"]
+            return _result(m, x, extra, incumbents)
+        except gp.GurobiError as exc:
+            errno = getattr(exc, "errno", None)
+            if errno == 10010:
+                msg = _over(mf) or licence_message(
+                    "gurobi", "size-limited Gurobi licence",
+                    f"{RESTRICTED_VARIABLES:,} variables and {RESTRICTED_CONSTRAINTS:,} constraints",
+                    dict(zip(("variables", "constraints"), native_size(mf)[:2])), FULL_LICENCE)
+                return error_result(msg, licence=True, trajectory=incumbents.points)
+            if errno == 10009:
+                return error_result(f"gurobi: no valid licence ({' '.join(str(exc).split())}); {FULL_LICENCE}",
+                                    licence=True)
+            return error_result(f"gurobi: {one_line(exc)}", trajectory=incumbents.points)
+        finally:
+            if m is not None:
+                m.dispose()
+            if env is not None:
+                env.dispose()
+
+
+_NAMES = None
+
+
+def _status_name(code: int) -> str:
+    global _NAMES
+    if _NAMES is None:
+        from gurobipy import GRB
+
+        _NAMES = {getattr(GRB.Status, k): k for k in dir(GRB.Status) if k.isupper()}
+    return _NAMES.get(code, str(code))
+
+
+def _result(m, x, extra, incumbents) -> RawResult:
+    from gurobipy import GRB
+
+    status = int(m.Status)
+    term = STATUS_MAP.get(status, T.UNKNOWN)
+    has = int(m.SolCount) > 0
+    xv = np.asarray(x.X, dtype=float) if has else None
+    obj = float(m.ObjVal) if has else None
+    try:
+        nodes = int(m.NodeCount)
+    except Exception:
+        nodes = None
+    mip = bool(m.IsMIP) or bool(nodes)  # a non-convex QP / QCQP is solved by branch and bound too
+    bound = None
+    try:
+        bound = float(m.ObjBound)
+    except Exception:
+        bound = None
+    if bound is not None and abs(bound) >= GRB.INFINITY:
+        bound = None
+    if not mip and term == T.OPTIMAL:
+        bound = obj
+    iters = 0
+    for attr in ("IterCount", "BarIterCount"):
+        try:
+            iters += int(getattr(m, attr))
+        except Exception:
+            pass
+    nodes = nodes if mip else None
+    extra.update(status_code=status)
+    return RawResult(termination=term, x=xv, objective=obj, bound=bound, iterations=iters, nodes=nodes,
+                     status_text=_status_name(status), trajectory=incumbents.finish(obj, has, xv), extra=extra)
+
+
+BACKEND = Backend(
+    name="gurobi", classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
+    module="gurobipy", version=_version, solve_matrix=solve_matrix, status_map=STATUS_MAP, skip=skip,
+    description="Gurobi through gurobipy's matrix API (LP, MILP, QP, MIQP, QCQP, MIQCQP incl. non-convex; "
+                "SOS, indicators)",
+    install="pip install milopt[gurobi]",
+    limits="PyPI wheel = size-limited licence: <= 2,000 variables and <= 2,000 constraints; "
+           "<= 200 variables when quadratic",
+    trajectory=True, warm_start=True, threads=True)
+
