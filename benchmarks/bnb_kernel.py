@@ -27,6 +27,7 @@ def main(argv=None):
     ap.add_argument("--gamma", type=float, default=None, help="RBF width (default 1 / features)")
     ap.add_argument("--degree", type=int, default=2)
     ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="bnb options (as milopt --set)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -47,7 +48,8 @@ def main(argv=None):
     else:
         K = (X @ X.T / d + 1.0) ** a.degree
     costs = misvm_bigm.bag_costs(bags, 1.0)
-    out = solve_bags(bags, costs=costs, kernel=K, time_limit=a.time_limit)
+    opts = dict(kv.split("=", 1) for kv in a.set)
+    out = solve_bags(bags, costs=costs, kernel=K, time_limit=a.time_limit, **opts)
     gap = (out["objective"] - out["bound"]) / max(abs(out["objective"]), 1e-10)
     row = {"data": a.data, "kernel": a.kernel, "bags": bags.n_bags, "instances": bags.n_instances,
            "termination": out["termination"], "objective": out["objective"], "bound": out["bound"], "gap": gap,

@@ -12,6 +12,7 @@ Usage::
 
     python benchmarks/bnb_parallel.py --data nested:musk1:40 --workers 1,2
     python benchmarks/bnb_parallel.py --data musk1 --workers 1,2 --node-limit 1000
+    python benchmarks/bnb_parallel.py --data nested:musk1:30 --workers 1 --set branching=lookahead
     python benchmarks/bnb_parallel.py --data 'gen:multiclass?classes=2&bags=30&seed=1' --workers 1,2 --json
 """
 from __future__ import annotations
@@ -38,6 +39,7 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--node-limit", type=int, default=None,
                     help="stop every run after this many nodes (the speed-up is then the time for the same count)")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="bnb options (as milopt --set)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     from milopt.algorithms.bnb import solve_bags
@@ -50,7 +52,8 @@ def main(argv=None):
     for w in [int(x) for x in a.workers.split(",") if x]:
         c0 = time.process_time()
         ch0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        out = solve_bags(bags, costs=costs, workers=w, batch=a.batch, node_limit=a.node_limit)
+        opts = dict(kv.split("=", 1) for kv in a.set)
+        out = solve_bags(bags, costs=costs, workers=w, batch=a.batch, node_limit=a.node_limit, **opts)
         search = out["seconds"] - out["heuristic_seconds"]
         ch1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         child_cpu = (ch1.ru_utime + ch1.ru_stime) - (ch0.ru_utime + ch0.ru_stime)

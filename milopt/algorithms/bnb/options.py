@@ -12,7 +12,7 @@ PARAMS = ParamSet(
     tol=Float(1e-4, "KKT tolerance of the coordinate-descent node QPs", gt=0, lt=1),
     qp=Choice("auto", ("auto", "ipm", "smo"),
               "node QP solver: interior point (small effective sets), warm-started coordinate descent, or auto"),
-    branching=Choice("lookahead", ("lookahead", "product"),
+    branching=Choice("product", ("lookahead", "product"),
                      "bag to branch on: largest weakest-child look-ahead gain, or its product with the mean gain"),
     anneal=Int(12, "deterministic-annealing runs (smoothed MI-SVM, L-BFGS; linear kernel) before the search",
                ge=0),

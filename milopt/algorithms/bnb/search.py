@@ -74,7 +74,7 @@ class MISVMBranchAndBound:
         works on dual coefficients only and returns ``coef`` (f(x) = Σ coef_i K(z_i, x) + b).
     """
 
-    def __init__(self, X, bag_ptr, y_bag, costs, tol=1e-4, qp="auto", K=None, branching="lookahead"):
+    def __init__(self, X, bag_ptr, y_bag, costs, tol=1e-4, qp="auto", K=None, branching="product"):
         from milopt.algorithms.svm_dcd import GroupSVMDual
 
         self.kernel = K is not None
