@@ -102,7 +102,8 @@ def load_instance(spec: str, seed: int):
 
 
 def worker(job: dict) -> dict:
-    from milopt.runner import coerce, run_solve
+    from milopt.params import coerce
+    from milopt.runner import run_solve
 
     bags = load_instance(job["instance"], job["seed"])
     params = {k: coerce(v) for k, v in job["params"].items()}

@@ -138,7 +138,8 @@ def main(argv=None) -> int:
 
     from milopt.bench.harness import run_bench
     from milopt.bench.library import catalogue_path, load_catalogue, mps_sha256, solu_path, suite, write_catalogue
-    from milopt.bench.report import load_runs, read_solu_full, write_solu_full
+    from milopt.bench.runs import load_runs
+    from milopt.bench.solu import read_solu_full, write_solu_full
     from milopt.models import available
     from milopt.runner import expected_class
 

@@ -20,7 +20,8 @@ def main(argv=None) -> int:
     ap.add_argument("--manifest", action="append", default=[], help="manifest.json (repeatable)")
     args = ap.parse_args(argv)
     from milopt.bench.library import load_catalogue, solu_path
-    from milopt.bench.report import load_runs, read_solu_full
+    from milopt.bench.runs import load_runs
+    from milopt.bench.solu import read_solu_full
 
     cat = load_catalogue()
     solu = read_solu_full(solu_path())

@@ -92,7 +92,7 @@ def cmd_info(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from milopt.data import generators
+    from milopt.data.registry import generators  # (milopt.data.generators is also a module name)
     from milopt.estimators.registry import methods
     from milopt.models import formulations
     from milopt.solvers import backends
@@ -106,13 +106,45 @@ def cmd_list(args) -> int:
                     for n, b in sorted(backends().items())},
         "generators": {n: g.doc for n, g in sorted(generators().items())},
     }
-    lines = ["methods:"] + [f"  {n:20s} {v['doc']}" for n, v in out["methods"].items()]
-    lines += ["formulations:"] + [f"  {n:20s} {v['doc']}" for n, v in out["formulations"].items()]
-    lines += ["solvers:"] + [f"  {n:10s} {'installed' if v['installed'] else 'not installed':14s} "
-                             f"{','.join(v['classes'])}" for n, v in out["solvers"].items()]
-    lines += ["generators:"] + [f"  gen:{n:16s} {d}" for n, d in out["generators"].items()]
+    names = list(getattr(args, "names", None) or [])
+    if names:  # milopt list NAME ...: only those methods / formulations (with every key)
+        known = set(out["methods"]) | set(out["formulations"]) | set(out["solvers"]) | set(out["generators"])
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            from milopt.errors import InvalidParameterError
+
+            raise InvalidParameterError(f"list: unknown name(s) {unknown}; `milopt list` shows every method, "
+                                        "formulation, solver and generator")
+        out = {sec: {n: v for n, v in d.items() if n in names} for sec, d in out.items()}
+
+    def keys(v):
+        return [f"      {k} = {_fmt_default(p['default'])}" + (f"  ({p['accepts']})" if p.get("accepts") else "")
+                + (f": {p['help']}" if p.get("help") else "") for k, p in v["params"].items()]
+
+    lines = []
+    for sec in ("methods", "formulations"):
+        if out[sec]:
+            lines.append(f"{sec} (key = default (accepts): meaning; set with --set key=value):")
+            for n, v in out[sec].items():
+                lines.append(f"  {n:20s} {v['doc']}")
+                lines += keys(v)
+    if out["solvers"]:
+        lines += ["solvers:"] + [f"  {n:10s} {'installed' if v['installed'] else 'not installed':14s} "
+                                 f"{','.join(v['classes'])}" for n, v in out["solvers"].items()]
+    if out["generators"]:
+        lines += ["generators:"] + [f"  gen:{n:16s} {d}" for n, d in out["generators"].items()]
     emit(out, args.json, "\n".join(lines))
     return 0
+
+
+def _fmt_default(v) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return ",".join(_fmt_default(x) for x in v)
+    return str(v)
 
 
 def _used_params(method: str, params: dict, seed: int) -> dict:
@@ -131,6 +163,29 @@ def _used_params(method: str, params: dict, seed: int) -> dict:
     return out
 
 
+def _termination_notes(counts) -> list[str]:
+    """One note per termination word other than ``optimal`` (their meanings: docs/statuses.md)."""
+    from milopt.solvers.result import TERMINATION_NOTES
+
+    return [f"note: {k}: {TERMINATION_NOTES[k]}" for k in counts if k != "optimal" and k in TERMINATION_NOTES]
+
+
+def _proof_line(res) -> list[str]:
+    """What ``milopt solve``'s result proves, in one line (docs/statuses.md)."""
+    term, obj, bound, gap = res.get("termination"), res.get("objective"), res.get("bound"), res.get("gap")
+    if obj is None:
+        return []
+    minimize = res.get("sense", "minimize") != "maximize"
+    if term == "optimal" and bound is not None and gap is not None:
+        side = "below" if minimize else "above"
+        return [f"  proof: no solution has an objective {side} the bound {bound:.6g}; the objective {obj:.6g} is "
+                f"within {100 * gap:.2g} % of it (relative gap; proven optimal)"]
+    if bound is not None and gap is not None:
+        return [f"  not proven: objective {obj:.6g}, bound {bound:.6g}, gap {gap:.2%} ({term}); the solution is "
+                "the best found, not certified optimal"]
+    return [f"  not proven: objective {obj:.6g}, no bound ({term})"]
+
+
 def _fmt_gap(row) -> str:
     term = row.get("termination")
     gap = row.get("gap")
@@ -144,12 +199,10 @@ def _fmt_gap(row) -> str:
 def _time_limit_option(args, params: dict) -> dict:
     """``--time-limit T`` and ``--set time_limit=T`` are the same setting; refuse two different values."""
     params = dict(params)
-    cli = getattr(args, "time_limit", None)
-    if cli is not None and not cli > 0:
-        from milopt.errors import InvalidParameterError
+    from milopt.params import parse_seconds
 
-        raise InvalidParameterError(f"--time-limit {cli:g}: expected seconds > 0")
-    if cli is not None and "time_limit" in params and _seconds(params["time_limit"]) != cli:
+    cli = parse_seconds("--time-limit", getattr(args, "time_limit", None))
+    if cli is not None and "time_limit" in params and parse_seconds("--set time_limit", params["time_limit"]) != cli:
         from milopt.errors import InvalidParameterError
 
         raise InvalidParameterError(f"--time-limit {cli:g} and --set time_limit={params['time_limit']} disagree; "
@@ -157,28 +210,6 @@ def _time_limit_option(args, params: dict) -> dict:
     if cli is not None:
         params["time_limit"] = cli
     return params
-
-
-def _seconds(value, what="--set time_limit"):
-    """A time limit given as text or number, as float seconds > 0 (or InvalidParameterError)."""
-    from milopt.errors import InvalidParameterError
-
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"{what}={value}: expected seconds > 0") from None
-    if isinstance(value, bool) or not (v > 0 and math.isfinite(v)):
-        raise InvalidParameterError(f"{what}={value}: expected seconds > 0")
-    return v
-
-
-def _solver_progress(report) -> None:
-    """Let solvers that can report their gap while they run (SCIP) print through ``report``."""
-    try:
-        from milopt.solvers import scip_native
-    except ImportError:  # pragma: no cover - pyscipopt missing: nothing reports
-        return
-    scip_native.PROGRESS = report
 
 
 def _check_cv(cv) -> None:
@@ -223,7 +254,6 @@ def cmd_fit(args) -> int:
         def progress(fold, k):
             print(f"milopt: fold {fold + 1}/{k}{tuning}", file=sys.stderr, flush=True)
 
-        _solver_progress(lambda line: print(f"milopt:   {line}", file=sys.stderr, flush=True))
     res = run_fit(args.method, args.data, params=params, cv=args.cv, seed=args.seed,
                   **({"progress": progress} if progress is not None else {}), **tune_kw)
     data_keys = {"coords", "scale", "header"}
@@ -243,6 +273,8 @@ def cmd_fit(args) -> int:
         exact = any("termination" in r for r in res["folds"])
         if exact:
             res["terminations"] = dict(collections.Counter(str(r.get("termination")) for r in res["folds"]))
+    for w in res.get("warnings") or ():  # one line each on stderr, also with --json (stdout stays one document)
+        print(f"milopt: warning: {w}", file=sys.stderr)
     if args.json:
         emit(res, True)
         return 0
@@ -274,10 +306,8 @@ def cmd_fit(args) -> int:
         lines.append("mean  " + "  ".join(f"{pm(k):>{ws[k]}s}" for k in keys))
         if exact:
             t = res["terminations"]
-            lines.append("solver terminations: " + ", ".join(f"{v} × {k}" for k, v in t.items()))
-            if set(t) - {"optimal"}:
-                lines.append("note: folds that stopped at a limit are not proven optimal; their models are the best "
-                             "found in time")
+            lines.append("terminations: " + ", ".join(f"{v} × {k}" for k, v in t.items()))
+            lines += _termination_notes(t)
         if "tune" in res:
             t = res["tune"]
             lines.append(f"tuned by nested CV: inner {t['inner_cv']}-fold on each training fold, best mean inner "
@@ -287,7 +317,8 @@ def cmd_fit(args) -> int:
         lines.append("training metrics:")
         lines += [f"  {k}: {_fmt(v)}" for k, v in res["train"].items()]
         if "termination" in res["train"]:
-            lines.append(f"  solver: {res['train']['termination']} / {_fmt_gap(res['train'])}")
+            lines.append(f"  termination: {res['train']['termination']} / {_fmt_gap(res['train'])}")
+            lines += _termination_notes({res["train"]["termination"]: 1})
     emit(res, False, "\n".join(lines))
     return 0
 
@@ -300,7 +331,9 @@ def cmd_solve(args) -> int:
         from milopt.errors import InvalidParameterError
 
         raw = params.pop("time_limit")
-        tl = _seconds(raw)
+        from milopt.params import parse_seconds
+
+        tl = parse_seconds("--set time_limit", raw)
         if args.time_limit is not None and tl != args.time_limit:
             raise InvalidParameterError(f"--time-limit {args.time_limit:g} and --set time_limit={tl} disagree; "
                                         "give one of them")
@@ -320,6 +353,7 @@ def cmd_solve(args) -> int:
     else:  # the time limit passed before the model was built
         lines = [f"{args.formulation} on {args.data}: {(res.get('extra') or {}).get('message', 'not built')}"]
     lines += [f"  {k}: {_fmt(res.get(k))}" for k in keys]
+    lines += _proof_line(res)
     emit(res, args.json, "\n".join(lines))
     if res.get("termination") in ("error", "unknown"):
         extra = res.get("extra") or {}
@@ -369,16 +403,38 @@ def cmd_study(args) -> int:
 
 
 # -------------------------------------------------------------------- parser
+class _HelpFormatter(argparse.HelpFormatter):
+    """``--help`` states each option's default (when it has one worth stating)."""
+
+    def _get_help_string(self, action):
+        h = action.help or ""
+        d = action.default
+        if "%(default)" in h or d is None or d is False or d == [] or d is argparse.SUPPRESS \
+                or not action.option_strings:
+            return h
+        return f"{h} (default: %(default)s)" if h else "default: %(default)s"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="milopt", description="Optimization models and algorithms for "
-                                "support-vector multiple-instance learning.")
+                                "support-vector multiple-instance learning.", formatter_class=_HelpFormatter,
+                                epilog="`milopt list` shows every method's and formulation's keys (--set "
+                                       "key=value) with their defaults and meanings; `milopt list NAME` one of them.")
     from milopt import __version__
 
     p.add_argument("--version", action="version", version=f"milopt {__version__}")
     p.add_argument("--plugin", action="append", default=[], metavar="FILE",
-                   help="a .py file or module that registers formulations, methods, backends (repeatable)")
+                   help="a .py file or module that registers formulations, methods, backends (repeatable; "
+                        "accepted anywhere on the command line, before or after the subcommand)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    _add = sub.add_parser
+
+    def add_parser(name, **kw):  # every subcommand's --help states defaults too
+        kw.setdefault("formatter_class", _HelpFormatter)
+        return _add(name, **kw)
+
+    sub.add_parser = add_parser
 
     def common(sp, data=True):
         if data:
@@ -398,15 +454,22 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp, data=False)
     sp.set_defaults(func=cmd_info)
 
-    sp = sub.add_parser("list", help="methods, formulations, solvers and generators")
+    sp = sub.add_parser("list", help="methods, formulations, solvers and generators, with every key's default "
+                        "and meaning")
+    sp.add_argument("names", nargs="*", metavar="NAME", help="only these methods / formulations / solvers / "
+                    "generators (default: all)")
     common(sp, data=False)
     sp.set_defaults(func=cmd_list)
 
-    sp = sub.add_parser("fit", help="fit a method (optionally K-fold CV over bags)")
+    sp = sub.add_parser("fit", help="fit a method (optionally K-fold CV over bags)",
+                        epilog="METHOD's keys, their defaults and meanings: milopt list METHOD.  Warnings (e.g. a "
+                               "model that predicts one class for every bag) go to stderr and to the 'warnings' "
+                               "field of --json.")
     sp.add_argument("method", metavar="METHOD")
     common(sp)
     sp.add_argument("--cv", type=int, default=None, metavar="K", help="stratified K-fold CV over bags")
-    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--seed", type=int, default=0, help="seed of the fold split and of the method's "
+                    "random_state (unless --set random_state=...)")
     sp.add_argument("--time-limit", type=float, default=None, dest="time_limit", metavar="T",
                     help="seconds per fit for methods with a time limit (same as --set time_limit=T)")
     sp.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -490,6 +553,27 @@ _OS_ERRORS = (
 )
 
 
+def plugins_first(argv) -> list[str]:
+    """``argv`` with every ``--plugin FILE`` / ``--plugin=FILE`` moved before the subcommand, so
+    that ``--plugin`` is accepted anywhere on the command line (``milopt fit m --plugin p.py``
+    as ``milopt --plugin p.py fit m``).  A ``--plugin`` without a value is left in place (the
+    parser then says what is missing)."""
+    front, rest = [], []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--plugin" and i + 1 < len(argv):
+            front += [a, argv[i + 1]]
+            i += 2
+            continue
+        if a.startswith("--plugin="):
+            front.append(a)
+        else:
+            rest.append(a)
+        i += 1
+    return front + rest
+
+
 @contextlib.contextmanager
 def json_stdout(active: bool):
     """With ``--json``, stdout holds the one JSON document and nothing else: while the command
@@ -526,15 +610,16 @@ def json_stdout(active: bool):
 def main(argv=None) -> int:
     from milopt.errors import MiloptError
 
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
         from milopt.plugins import argv_plugins, load_all
 
-        load_all(argv_plugins(sys.argv[1:] if argv is None else argv))
+        load_all(argv_plugins(argv))
     except MiloptError as exc:
         print(f"milopt: error: {exc}", file=sys.stderr)
         return 2
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(plugins_first(argv))
     try:
         with json_stdout(bool(getattr(args, "json", False))):
             return int(args.func(args) or 0)

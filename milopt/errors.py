@@ -41,3 +41,11 @@ def positive_number(name: str, value) -> float:
     if not (v > 0 and v < float("inf")):
         raise InvalidParameterError(f"{name}: expected a positive finite number, got {value!r}")
     return v
+
+
+class DegenerateModelWarning(UserWarning):
+    """A fitted model gives every bag the same class, or every bag the same score.
+
+    Such a model carries no information about the bags (its accuracy is the share of one class,
+    its balanced accuracy 0.5); it usually means an unsuitable cost ``C`` or class weighting.
+    ``milopt fit`` reports it on stderr and in the ``warnings`` field of ``--json``."""

@@ -47,11 +47,48 @@ def instance_metrics(instance_y, y_pred, scores=None) -> dict:
     return bag_metrics(instance_y, y_pred, scores, prefix="instance_")
 
 
-def evaluate(estimator, bags: Bags) -> dict:
-    """Bag metrics of a fitted estimator on ``bags`` (plus instance metrics when labels exist)."""
+def degenerate(pred, scores=None, classes=None, unit: str = "bag") -> str | None:
+    """Why a model's predictions on a set of bags carry no information, or None.
+
+    ``"every bag predicted positive (19 bags)"`` when ``pred`` holds one class only (two bags
+    or more), ``"all bag scores are equal (19 bags)"`` when ``scores`` (one per bag, or one
+    row per bag) do not vary.  ``classes`` (the estimator's ``classes_``) names the class:
+    the last of two classes is "positive", the first "negative".  ``unit`` names what is
+    predicted ("bag"; "instance" for instance-level detectors)."""
+    pred = np.asarray(pred)
+    n = pred.shape[0]
+    if n < 2:
+        return None
+    if scores is not None:
+        S = np.asarray(scores, dtype=float).reshape(n, -1)
+        if np.all(np.isfinite(S)) and np.all(np.ptp(S, axis=0) <= 1e-12 * max(1.0, float(np.abs(S).max()))):
+            return f"all {unit} scores are equal ({n} {unit}s)"
+    values = np.unique(pred)
+    if values.size != 1:
+        return None
+    v = values[0]
+    cl = np.asarray(classes) if classes is not None else np.array([0, 1])
+    if cl.size == 2 and v == cl[-1]:
+        name = "positive"
+    elif cl.size == 2 and v == cl[0]:
+        name = "negative"
+    else:
+        name = f"class {v}"
+    return f"every {unit} predicted {name} ({n} {unit}s)"
+
+
+def evaluate(estimator, bags: Bags, warnings: list | None = None) -> dict:
+    """Bag metrics of a fitted estimator on ``bags`` (plus instance metrics when labels exist).
+
+    ``warnings``: a list to which the finding of :func:`degenerate` on these bags is appended
+    (the model predicts one class for every bag, or gives every bag the same score)."""
     scores = estimator.decision_function(bags)
     pred = np.asarray(estimator.predict(bags))
     classes = getattr(estimator, "classes_", None)
+    if warnings is not None:
+        why = degenerate(pred, scores, classes)
+        if why:
+            warnings.append(why)
     if classes is not None and len(classes) and not np.array_equal(np.asarray(classes), np.arange(len(classes))):
         pred = np.searchsorted(np.asarray(classes), pred)  # the user's labels (e.g. -1/+1) -> 0..K-1 of bags.y
     out = bag_metrics(bags.y, pred, scores)
@@ -90,7 +127,9 @@ def cross_validate(estimator, bags: Bags, k: int = 10, seed: int = 0, scale: boo
     """K-fold CV over bags; returns {'folds': [per-fold dict], 'mean': {...}}.
 
     Each fold: clone, (optionally) standardise with training statistics, fit, evaluate on the
-    held-out bags; records fit_seconds.
+    held-out bags; records fit_seconds.  A fold whose model predicts one class for every
+    held-out bag (or gives them all one score) has a ``warnings`` list saying so (and the
+    result a ``warnings`` list naming the folds); see :func:`degenerate`.
     """
     folds = []
     for f, (tr, te) in enumerate(bag_folds(bags, k, seed)):
@@ -101,12 +140,35 @@ def cross_validate(estimator, bags: Bags, k: int = 10, seed: int = 0, scale: boo
         t0 = time.perf_counter()
         est.fit(Btr)
         fit_s = time.perf_counter() - t0
-        row = {"fold": f, **evaluate(est, Bte), "fit_seconds": fit_s,
+        found = []
+        row = {"fold": f, **evaluate(est, Bte, warnings=found), "fit_seconds": fit_s,
                "train_bags": int(tr.size), "test_bags": int(te.size)}
+        if found:
+            row["warnings"] = [f"held-out bags: {w}" for w in found]
         extra = getattr(est, "fit_info_", None)
         if extra:
             row.update({k2: v for k2, v in extra.items() if isinstance(v, (int, float, str))})
         folds.append(row)
     keys = [k2 for k2, v in folds[0].items() if isinstance(v, (int, float)) and k2 != "fold"]
     mean = {k2: float(np.nanmean([r[k2] for r in folds if isinstance(r.get(k2), (int, float))])) for k2 in keys}
-    return {"folds": folds, "mean": mean}
+    out = {"folds": folds, "mean": mean}
+    warn = fold_warnings(folds)
+    if warn:
+        out["warnings"] = warn
+    return out
+
+
+def fold_warnings(folds) -> list[str]:
+    """One line per distinct warning of the ``warnings`` lists of cross-validation rows, naming
+    the folds it occurred in ("degenerate model in 5 of 5 folds (0, 1, 2, 3, 4): held-out bags:
+    every bag predicted positive"); the counts of the individual folds are dropped."""
+    import re
+
+    seen: dict[str, list] = {}
+    for r in folds:
+        for w in r.get("warnings") or ():
+            key = re.sub(r" \(\d+ \w+\)$", "", w)
+            seen.setdefault(key, []).append(r.get("fold"))
+    n = len(folds)
+    return [f"degenerate model in {len(fs)} of {n} folds ({', '.join(str(f) for f in fs)}): {key}"
+            for key, fs in seen.items()]

@@ -7,15 +7,16 @@ or ``gen:NAME?k=v``) and return plain dictionaries ready for JSON.
 from __future__ import annotations
 
 import time
+import warnings as _warnings
 
 import numpy as np
 
 from milopt.data.bags import Bags
 from milopt.data.loading import load
-from milopt.errors import InvalidDataError, InvalidParameterError
+from milopt.errors import DegenerateModelWarning, InvalidDataError, InvalidParameterError
 from milopt.jsonutil import finite
 from milopt.numerics import standardize
-from milopt.params import Bool, Int, ParamSet, Str, coerce  # noqa: F401  (coerce: its former home)
+from milopt.params import Bool, Int, ParamSet, Str
 
 #: keys of ``--set`` that describe the data rather than the method or formulation
 DATA_PARAMS = ParamSet(
@@ -30,14 +31,14 @@ def _header(value):
     """``--set header=true|false|auto`` (CSV files: the first row holds column names)."""
     if value is None or isinstance(value, bool):
         return value
-    low = str(value).strip().lower()
-    if low == "auto":
+    if str(value).strip().lower() == "auto":
         return None
-    if low in ("true", "yes", "on", "1"):
-        return True
-    if low in ("false", "no", "off", "0"):
-        return False
-    raise InvalidParameterError(f"header: expected true, false or auto, got {value!r}")
+    from milopt.params import parse_bool
+
+    try:
+        return parse_bool("header", value)
+    except InvalidParameterError:
+        raise InvalidParameterError(f"header: expected true, false or auto, got {value!r}") from None
 
 
 def parse_sets(items) -> dict:
@@ -93,17 +94,29 @@ def _fit_eval(spec, params, seed, Btr: Bags, Bte: Bags | None, scale: bool) -> d
             Btr = standardize(Btr)
     est = spec.make(params, seed)
     t0 = time.perf_counter()
-    est.fit(Btr)
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always", DegenerateModelWarning)
+        est.fit(Btr)
     fit_s = time.perf_counter() - t0
+    for w in caught:  # the degenerate-model finding is reported below; other warnings pass on
+        if not issubclass(w.category, DegenerateModelWarning):
+            _warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    found = []
+    if Bte is not None and getattr(est, "degenerate_", None):
+        found.append(f"training bags: {est.degenerate_}")
     t1 = time.perf_counter()
-    row = evaluate(est, Bte if Bte is not None else Btr)
+    held = []
+    row = evaluate(est, Bte if Bte is not None else Btr, warnings=held)
     pred_s = time.perf_counter() - t1
+    found += [(f"held-out bags: {w}" if Bte is not None else f"training bags: {w}") for w in held]
     row.update({"fit_seconds": fit_s, "predict_seconds": pred_s})
     info = getattr(est, "fit_info_", None) or {}
     for k, v in info.items():
         if isinstance(v, (bool, int, float, str)) and k not in row:
             row[k] = v
     row = finite(row)
+    if found:
+        row["warnings"] = found
     hist = getattr(est, "history_", None)  # per-iteration records of native algorithms (--json)
     if hist:
         row["history"] = [finite(dict(h)) for h in hist]
@@ -149,6 +162,7 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
         out["train"] = _fit_eval(spec, params, seed, bags, None, scale)
         if "history" in out["train"]:
             out["history"] = out["train"].pop("history")
+        out["warnings"] = [f"degenerate model: {w}" for w in out["train"].pop("warnings", [])]
         out["mean"] = out["train"]
         return out
     folds = list(bag_folds(bags, int(cv), seed))
@@ -178,6 +192,9 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
         vals = [r[k] for r in rows if isinstance(r.get(k), (int, float)) and r.get(k) is not None]
         mean[k] = float(np.nanmean(vals)) if vals else None
     out.update({"cv": int(cv), "folds": rows, "mean": finite(mean)})
+    from milopt.metrics import fold_warnings
+
+    out["warnings"] = fold_warnings(rows)
     if tune is not None:
         out["tune"] = {"grid": grid, "inner_cv": inner_cv, "metric": tune_metric}
         for k in grid:  # a tuned key has no single value: it is in each fold's "tuned"

@@ -107,12 +107,6 @@ def check_theta(theta) -> float:
     return t
 
 
-def _as_bool(v, name) -> bool:
-    """:func:`milopt.params.parse_bool` with the arguments in the order ``milopt.estimators.batch`` calls
-    it (kept only for that caller)."""
-    return parse_bool(name, v)
-
-
 def training_labels(bags: Bags) -> tuple[np.ndarray, str]:
     """±1 instance labels for training and where they came from.
 

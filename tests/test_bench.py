@@ -20,8 +20,10 @@ from bench_configs import sleep_config
 from milopt.bench.config import BenchWarning, load_config, run_id
 from milopt.bench.plan import expand
 from milopt.bench.harness import RunStore, run_bench
-from milopt.bench.report import (load_runs, performance_profile, performance_ratios, read_solu, shifted_geomean,
-                                 solu_entries, summary_table, time_matrix, write_report)
+from milopt.bench.report import (performance_profile, performance_ratios, shifted_geomean, solu_entries,
+                                 summary_table, time_matrix, write_report)
+from milopt.bench.runs import load_runs
+from milopt.bench.solu import read_solu
 from milopt.errors import InvalidParameterError
 
 HELPERS = str(Path(__file__).with_name("bench_helpers.py"))
@@ -188,7 +190,7 @@ def test_solu_entries_and_merge(tmp_path):
     entries, conflicts = solu_entries(df)
     assert entries == {"x": ("opt", 2.0), "y": ("best", 7.0), "z": ("inf", None)}
     assert conflicts == []
-    from milopt.bench.report import write_solu
+    from milopt.bench.solu import write_solu
 
     write_solu(tmp_path / "a.solu", entries)
     text = (tmp_path / "a.solu").read_text().splitlines()

@@ -18,7 +18,9 @@ from bench_configs import sleep_config
 from milopt.bench.assess import assess, primal_integral
 from milopt.bench.library import (SUITES, export_library, get_instance, load_catalogue, mps_sha256, solu_path,
                                   suite)
-from milopt.bench.report import BenchReportWarning, load_runs, read_solu_full, write_report
+from milopt.bench.report import write_report
+from milopt.bench.runs import BenchReportWarning, load_runs
+from milopt.bench.solu import read_solu_full
 from milopt.errors import InvalidParameterError
 
 # tiny catalogue instances (each builds and solves in about a second)

@@ -336,11 +336,11 @@ def test_fit_table_shows_termination_and_gap_and_progress(capsys):
     code, out, err = run(capsys, "fit", "misvm-miqp", "--data", SMALL, "--cv", "2", "--time-limit", "3", "--progress")
     assert code == 0, err
     assert "termination / gap" in out and "±" in out
-    assert "solver terminations:" in out
+    assert "terminations:" in out
     assert "milopt: fold 1/2" in err and "milopt: fold 2/2" in err
     code, out, err = run(capsys, "fit", "misvm-miqp", "--data", SMALL, "--cv", "2", "--time-limit", "3", "--progress",
                          "--quiet")
-    assert err == ""
+    assert "milopt: fold" not in err  # --quiet silences progress; warnings about the result still print
 
 
 def test_time_limit_spelled_both_ways_on_both_commands(capsys):

@@ -292,7 +292,7 @@ def pint_bench(tmp_path_factory):
 
 
 def test_report_primal_integrals_agree_with_a_hand_computation(pint_bench, capsys):
-    from milopt.bench.report import load_runs
+    from milopt.bench.runs import load_runs
 
     out = pint_bench
     capsys.readouterr()

@@ -177,7 +177,7 @@ def test_damped_updates_converge_without_period_two_oscillation(digits):
     tr, _ = digits
     post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, theta="pg", H=1e12, max_iter=300, tol=1e-7,
                                emax="exact")
-    assert res.termination == milopt.solvers.Termination.OPTIMAL
+    assert res.termination == milopt.solvers.Termination.CONVERGED
     # one more run with one epoch more gives the same π (no odd/even dependence)
     post2, pi2, res2 = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, theta="pg", H=1e12,
                                   max_iter=res.iterations + 1, tol=0.0, emax="exact")
@@ -402,7 +402,7 @@ def test_max_others_brute_force():
 def test_run_to_convergence_reaches_a_fixed_point(digits, emax):
     tr, _ = digits
     post, pi, res = fit_vgpmil(tr.X, tr.bag_ptr, tr.y, n_inducing=30, theta="pg", emax=emax, max_iter=400)
-    assert res.termination == milopt.solvers.Termination.OPTIMAL
+    assert res.termination == milopt.solvers.Termination.CONVERGED
     assert res.history[-1]["max_dpi"] < 1e-3
 
 
@@ -422,7 +422,7 @@ def test_early_stopping_switch(digits):
     on = VGPMILClassifier(n_inducing=20, random_state=0).fit(tr)
     off = VGPMILClassifier(n_inducing=20, random_state=0, early_stopping="false").fit(tr)
     assert on.selection_ and not off.selection_
-    assert off.result_.termination == milopt.solvers.Termination.OPTIMAL
+    assert off.result_.termination == milopt.solvers.Termination.CONVERGED
     with pytest.raises(InvalidParameterError, match="early_stopping"):
         VGPMILClassifier(n_inducing=5, early_stopping="maybe").fit(tr)
 

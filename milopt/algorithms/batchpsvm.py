@@ -189,6 +189,11 @@ def fit_batchpsvm(X, d, R=None, nu: float = 1.0, theta: float = 0.0, learn_theta
         minimised over θ too, unbounded in general -- for comparison only).
 
     The reported objective is J_7 (eq. 7, with λ) when θ is learned and J of eq. 6 otherwise.
+
+    Termination (``docs/statuses.md``): ``converged`` for a fixed θ (the (w, γ) stationarity
+    system solved exactly) and for a learned θ whose update met ``tol``; ``iteration_limit``
+    when the θ loop reached ``max_iter`` first.  ``extra`` records ``theta_iterations`` (θ
+    updates made), ``theta_converged`` (bool) and ``theta_step`` (the last |Δθ|).
     """
     t0 = time.perf_counter()
     sysm = system if system is not None else BatchPSVMSystem(X, d, R, nu, weights)
@@ -202,8 +207,10 @@ def fit_batchpsvm(X, d, R=None, nu: float = 1.0, theta: float = 0.0, learn_theta
         raise InvalidParameterError(f"theta_penalty: expected a non-negative number, got {theta_penalty!r}")
     z = sysm.solve(theta)
     history = [{"iteration": 0, "theta": theta, "objective": sysm.objective(z, theta, lam)}]
-    term = Termination.OPTIMAL
+    term = Termination.CONVERGED
     iters = 0
+    converged = not learn_theta
+    step = 0.0
     if learn_theta:
         if sysm.R.nnz == 0:
             raise InvalidParameterError("learn_theta: the similarity R has no neighbour pairs "
@@ -216,12 +223,16 @@ def fit_batchpsvm(X, d, R=None, nu: float = 1.0, theta: float = 0.0, learn_theta
             history.append({"iteration": it, "theta": new_theta, "sum_M": M, "sum_N": N,
                             "objective_after_theta": j_theta, "objective": sysm.objective(z, new_theta, lam)})
             iters = it
-            done = abs(new_theta - theta) <= tol * (1.0 + abs(theta))
+            step = abs(new_theta - theta)
+            done = step <= tol * (1.0 + abs(theta))
             theta = new_theta
             if done:
-                term = Termination.OPTIMAL
+                term = Termination.CONVERGED
+                converged = True
                 break
     obj = sysm.objective(z, theta, lam)
     res = native("batchpsvm" + ("-learned" if learn_theta else ""), term, obj, time.perf_counter() - t0,
-                 iterations=iters, history=history, extra={"theta": theta, "theta_penalty": lam})
+                 iterations=iters, history=history,
+                 extra={"theta": theta, "theta_penalty": lam, "theta_iterations": iters,
+                        "theta_converged": bool(converged), "theta_step": float(step), "theta_tol": float(tol)})
     return z[:-1].copy(), float(z[-1]), theta, res

@@ -99,8 +99,9 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
         raise InvalidParameterError(f"z0: expected shape ({obj.n},), got {z.shape}")
     run = dcpca_iterate(obj, z, theta=theta, eta=eta, m=m, sigma=sigma, eps=eps, max_fev=max_fev,
                         bundle_size=bundle_size, b2=b2, max_iter=max_iter, history=history)
-    # approximate criticality |v| <= theta is a local test; the budget and max_iter are limits
-    term = Termination.OPTIMAL if run.stop == "criticality" else Termination.ITERATION_LIMIT
+    # approximate criticality |v| <= theta is a local test (converged, nothing proven); the budget and
+    # max_iter are limits
+    term = Termination.CONVERGED if run.stop == "criticality" else Termination.ITERATION_LIMIT
     z, ec, v, d = run.z, run.centre, run.v, run.d
     cpu = time.process_time() - cpu0
     wall = time.perf_counter() - wall0
@@ -189,7 +190,7 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
             ec, z = en, en.z
         g2n = obj.subgradient2(ec)
         if decrease <= tol * max(1.0, abs(ec.f)) or np.array_equal(g2n, g2):
-            term = Termination.OPTIMAL
+            term = Termination.CONVERGED       # a DC critical point: no proof of global optimality
             break
         g2 = g2n
         if res.termination == Termination.TIME_LIMIT:

@@ -293,7 +293,10 @@ def misvm_alternate(K, bags, C=1.0, class_weight="kent-yu", slack="bag", init="c
     Returns
     -------
     dict: alpha (n,), b, y (±1 per instance), witnesses (row per positive bag), objective,
-    history (list of dicts per alternation over all starts), iterations, best_start, converged.
+    history (list of dicts per alternation over all starts), iterations, best_start, converged,
+    termination (of the kept start, ``docs/statuses.md``): ``converged`` (the witnesses stopped
+    changing: a fixed point of the alternation), ``early_stopped`` (an inexact subproblem
+    raised the objective; the previous iterate is kept) or ``iteration_limit`` (``max_iter``).
     """
     from threadpoolctl import threadpool_limits
 
@@ -350,6 +353,7 @@ def _misvm_alternate(K, bags, C, class_weight, slack, init, restarts, max_iter, 
         sub.start(act)
         prev = None
         converged = False
+        term = "iteration_limit"
         for t in range(max_iter):
             alpha, b, f, P, norm2, info = sub.solve()
             Phi = mi_objective(bags, f, norm2, C, class_weight, slack)
@@ -357,6 +361,7 @@ def _misvm_alternate(K, bags, C, class_weight, slack, init, restarts, max_iter, 
                 # an inexact subproblem made things worse: keep the previous iterate and stop
                 history.append({"start": r, "iteration": t, "objective": P, "accepted": False,
                                 "changed": 0, "solver_iterations": info["iterations"]})
+                term = "early_stopped"
                 break
             new = segment_argmax(f, ptr)[pos_bags]
             keep = f[wit] >= f[new] - 1e-12          # ties: keep the current witness
@@ -369,14 +374,15 @@ def _misvm_alternate(K, bags, C, class_weight, slack, init, restarts, max_iter, 
             prev = {"objective": P, "alpha": alpha.copy(), "b": b, "witnesses": wit.copy()}
             if not changed.any():
                 converged = True
+                term = "converged"
                 break
             sub.move(wit[changed], new[changed])
             wit = new
         if best is None or prev["objective"] < best["objective"]:
-            best = dict(prev, start=r, converged=converged)
+            best = dict(prev, start=r, converged=converged, termination=term)
     return {"alpha": best["alpha"], "b": best["b"], "y": y, "witnesses": best["witnesses"],
             "objective": best["objective"], "history": history, "best_start": best["start"],
-            "converged": best["converged"], "iterations": len(history), "seconds": time.perf_counter() - t0,
+            "converged": best["converged"], "termination": best["termination"], "iterations": len(history), "seconds": time.perf_counter() - t0,
             "pos_bags": pos_bags, "solver": solver}
 
 
@@ -390,7 +396,9 @@ def mi_svm_alternate(K, bags, C=1.0, class_weight="balanced", max_iter=50, tol=1
 
     Returns
     -------
-    dict: coef (dual coefficients α_i y_i over all instances), b, labels, objective, history.
+    dict: coef (dual coefficients α_i y_i over all instances), b, labels, objective, history,
+    iterations, converged, termination (``converged``: the imputed labels stopped changing;
+    ``iteration_limit``: ``max_iter`` alternations).
     """
     from sklearn.svm import SVC
 
@@ -439,7 +447,8 @@ def mi_svm_alternate(K, bags, C=1.0, class_weight="balanced", max_iter=50, tol=1
             break
         labels = new
     return {**best, "history": history, "iterations": len(history), "seconds": time.perf_counter() - t0,
-            "converged": history[-1]["changed"] == 0}
+            "converged": history[-1]["changed"] == 0,
+            "termination": "converged" if history[-1]["changed"] == 0 else "iteration_limit"}
 
 
 __all__ = ["misvm_alternate", "mi_svm_alternate", "slack_structure", "slack_costs", "mi_objective",

@@ -126,6 +126,7 @@ def bag_responses(W, b, X, ptr):
 
 
 def _objective_from_P(W, Pb, ptr, y, C):
+    # C: a number, or one cost per bag (shape (n_bags, 1): class weights)
     n, K = Pb.shape
     starts = ptr[:-1]
     bag = np.repeat(np.arange(y.size), np.diff(ptr))
@@ -134,7 +135,7 @@ def _objective_from_P(W, Pb, ptr, y, C):
     Sy = np.maximum.reduceat(Pb[np.arange(n), yi], starts)             # max_j w_y'x + b_y
     Y = np.where(np.arange(K)[None, :] == y[:, None], 1.0, -1.0)
     hinge = np.maximum(1.0 - (Sm - Sy[:, None]) * Y, 0.0)
-    return 0.5 * float(np.sum(W * W)) + C * float(hinge.sum())
+    return 0.5 * float(np.sum(W * W)) + float(np.sum(C * hinge))
 
 
 def objective(W, b, X, ptr, y, C):
@@ -334,7 +335,7 @@ def _init_W(X, yi, K):
 
 
 def pdmisvm_admm(X, ptr, y, K=None, *, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, tol=1e-6, variant="exact",
-                 max_prox="exact", W0=None, b0=None, callback=None, eig=None):
+                 max_prox="exact", W0=None, b0=None, callback=None, eig=None, bag_weights=None):
     """Run Algorithm 1 (multi-block ADMM) on flat MIL data.
 
     Parameters
@@ -360,13 +361,16 @@ def pdmisvm_admm(X, ptr, y, K=None, *, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, t
     callback : callable(iteration, W, b, record), optional
     eig : list of (eigenvalues, eigenvectors), optional
         Precomputed eigendecompositions of A_m (exact variant), e.g. reused across fits.
+    bag_weights : ndarray (n_bags,), optional
+        Per-bag multipliers of C (class weights: bag i's hinge terms cost C·bag_weights[i]); the
+        E-update's proximal threshold becomes C·bag_weights[i]/mu row by row.  None: 1 (eq. 1).
 
     Returns
     -------
     W : ndarray, shape (n_features, K)
     b : ndarray, shape (K,)
     result : SolveResult
-        solver "pdmisvm-admm", problem_class "native", termination OPTIMAL (residual < tol) or
+        solver "pdmisvm-admm", problem_class "native", termination CONVERGED (residual < tol) or
         ITERATION_LIMIT; ``history``: one dict per iteration with iteration, objective (eq. 1),
         residual, mu (used in that iteration), time (seconds since the call).
     """
@@ -383,6 +387,11 @@ def pdmisvm_admm(X, ptr, y, K=None, *, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, t
     rows = np.arange(n)
     n_own = np.bincount(yi, minlength=K).astype(float)
     Y = np.where(np.arange(K)[None, :] == y[:, None], 1.0, -1.0)
+    if bag_weights is not None:
+        bw = np.asarray(bag_weights, dtype=float).reshape(-1)
+        if bw.shape != (N,) or not np.all(np.isfinite(bw)) or np.any(bw <= 0):
+            raise InvalidParameterError(f"bag_weights: expected {N} positive finite numbers (one per bag)")
+        C = C * bw[:, None]                     # (N, 1): broadcasts over the K columns
 
     if variant == "exact":
         if eig is None:
@@ -478,16 +487,16 @@ def pdmisvm_admm(X, ptr, y, K=None, *, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, t
             term = Termination.ERROR
             break
         if res < tol:
-            term = Termination.OPTIMAL
+            term = Termination.CONVERGED
             break
         mu *= rho
     wall = time.perf_counter() - t0
     obj = history[-1]["objective"] if history else _objective_from_P(W, Pb, ptr, y, C)
     result = native(
         "pdmisvm-admm", term, obj, wall, iterations=it, history=history,
-        extra={"variant": variant, "max_prox": max_prox, "C": C, "mu0": p["mu"], "rho": rho, "tol": tol,
+        extra={"variant": variant, "max_prox": max_prox, "C": p["C"], "class_weighted": bag_weights is not None, "mu0": p["mu"], "rho": rho, "tol": tol,
                "final_mu": mu, "residual": res, "setup_seconds": setup, "n_bags": N, "n_instances": n,
                "n_features": d, "n_classes": K, "max_prox_rounds": prox_rounds,
-               "note": "status 'optimal' means the ADMM residuals met tol (a stationary point of a "
-                       "non-convex problem), not a certified global optimum"})
+               "note": "termination 'converged' means the ADMM residuals met tol (a stationary point of a "
+                       "non-convex problem); nothing is proven about global optimality"})
     return W, b, result

@@ -970,14 +970,14 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
         if verbose:
             print(" ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in rec.items()))
         if validation is not None and bad >= patience:
-            termination = Termination.OPTIMAL
+            termination = Termination.EARLY_STOPPED      # validation AUC stopped improving
             break
         converged = prev is not None and abs(elbo - prev) <= tol * max(1.0, abs(elbo)) and dpi < 1e-3
         if converged and in_warmup:
             warmup_end = it                 # the single-instance fit has converged: start the MIL updates
             prev = None
         elif converged:
-            termination = Termination.OPTIMAL
+            termination = Termination.CONVERGED          # ELBO and π stationary (a local optimum of the bound)
             break
         else:
             prev = elbo

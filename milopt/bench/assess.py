@@ -19,7 +19,10 @@ bound below it) by more than the tolerance; a bound that cuts off the best known
 an objective better than a recorded ``=opt=``.
 
 A **fit** result is solved when it finished and its method reported no failure termination
-(an iteration limit leaves a usable model and counts as solved).
+(``converged``, ``early_stopped`` and an iteration limit leave a usable model and count as
+solved; ``optimal`` only for exact methods with a proof).  The termination words are one
+vocabulary for solvers and native algorithms (:class:`milopt.solvers.Termination`, table in
+``docs/statuses.md``): only ``optimal`` certifies a solve.
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ import math
 import numpy as np
 import pandas as pd
 
+#: fit terminations that count as failures; every other word (optimal, converged, early_stopped,
+#: iteration_limit, unknown) leaves a usable model (docs/statuses.md)
 FIT_FAILURES = {"time_limit", "error", "interrupted", "infeasible", "unbounded", "infeasible_or_unbounded"}
 OVERRUN_FACTOR = 1.10
 OVERRUN_SLACK = 1.0

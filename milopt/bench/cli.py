@@ -96,7 +96,8 @@ def suite_config(name: str, args) -> dict:
 def cmd_report(args) -> int:
     import warnings
 
-    from milopt.bench.report import BenchReportWarning, write_report
+    from milopt.bench.report import write_report
+    from milopt.bench.runs import BenchReportWarning
     from milopt.errors import InvalidParameterError
 
     dirs = list(args.dir or [])

@@ -98,7 +98,7 @@ class Instance:
 
 def parse_params(text: str, where: str = "params") -> dict:
     """``key=value;key=value`` -> dict with values typed as ``--set`` types them."""
-    from milopt.runner import coerce
+    from milopt.params import coerce
 
     out = {}
     for item in (text or "").split(";"):

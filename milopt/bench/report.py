@@ -39,11 +39,10 @@ import pandas as pd
 
 from milopt.errors import InvalidParameterError
 
+from milopt.bench.runs import _STR_COLS, load_runs
+from milopt.bench.solu import read_solu, read_solu_full, write_solu
 # The public functions of the report live in two modules and are importable from here
 # (``from milopt.bench.report import summary_table, plot_profile, ...``).
-from milopt.bench.assess import FIT_FAILURES  # noqa: F401  (re-exported)
-from milopt.bench.runs import _STR_COLS, BenchReportWarning, load_runs  # noqa: F401  (re-exported)
-from milopt.bench.solu import read_solu, read_solu_full, write_solu, write_solu_full  # noqa: F401  (re-exported)
 from milopt.bench.report_tables import (OPT_GAP, SHIFT, capped_gaps, charged_times, class_sgm_table,  # noqa: F401
                                         class_table, fit_quality_table, instance_table, markdown_table,
                                         performance_profile, performance_ratios, primal_integrals,

@@ -7,6 +7,9 @@
 * ``decision_function`` returns bag scores (max instance score for max-rule models);
   ``predict`` returns bag labels; ``predict_instances`` returns instance scores.
 * Fitted attributes end in ``_``; ``random_state`` everywhere randomness is used.
+* A fit whose model predicts one class for every training bag, or gives every training bag the
+  same score, warns with :class:`milopt.errors.DegenerateModelWarning` and records the finding
+  in ``degenerate_`` (None otherwise).
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from milopt.data.bags import Bags, normalise_labels
 from milopt.data.loading import check_both_classes
-from milopt.errors import InvalidDataError
+from milopt.errors import DegenerateModelWarning, InvalidDataError, InvalidParameterError
 from milopt.segments import segment_max
 
 
@@ -62,6 +65,26 @@ def user_classes(y, bags: Bags) -> np.ndarray:
     return raw if raw.size == internal.size else internal
 
 
+#: accepted values of ``class_weight`` with scikit-learn's meaning over bags (:func:`class_weights`)
+CLASS_WEIGHTS = ("balanced", "none")
+
+
+def class_weights(y, class_weight) -> np.ndarray | None:
+    r"""Per-bag weights of ``class_weight`` over bag labels ``y`` (None for ``'none'``).
+
+    ``'balanced'`` is scikit-learn's ``class_weight='balanced'`` with bags as the samples:
+    bag :math:`i` of class :math:`k` weighs :math:`n / (K\,n_k)` (:math:`n` bags, :math:`K`
+    classes, :math:`n_k` bags of class :math:`k`), so that each class carries the same total
+    weight; on a balanced set every weight is 1."""
+    if class_weight in ("none", None):
+        return None
+    if class_weight != "balanced":
+        raise InvalidParameterError(f"class_weight: expected 'balanced' or 'none', got {class_weight!r}")
+    y = np.asarray(y)
+    classes, inv, counts = np.unique(y, return_inverse=True, return_counts=True)
+    return y.size / (classes.size * counts[inv].astype(float))
+
+
 class MILClassifier(ClassifierMixin, BaseEstimator):
     """Base of binary max-rule MIL classifiers.
 
@@ -77,7 +100,22 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = user_classes(y, bags)
         self.n_features_in_ = bags.n_features
         self._fit(bags)
+        self._check_degenerate(bags)
         return self
+
+    def _check_degenerate(self, bags: Bags) -> None:
+        """Warn (:class:`~milopt.errors.DegenerateModelWarning`) when the fitted model predicts
+        one class for every training bag or gives them all one score; sets ``degenerate_``."""
+        import warnings
+
+        from milopt.metrics import degenerate
+
+        why = degenerate(self.predict(bags), self.decision_function(bags), getattr(self, "classes_", None))
+        self.degenerate_ = why
+        if why:
+            warnings.warn(f"{type(self).__name__}: degenerate model: {why} on the training bags; its predictions "
+                          "carry no information about the bags (try class_weight='balanced' where the method has "
+                          "it, another C, or tune C by nested CV)", DegenerateModelWarning, stacklevel=3)
 
     def _fit(self, bags: Bags):  # pragma: no cover - abstract
         raise NotImplementedError

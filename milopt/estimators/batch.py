@@ -57,9 +57,9 @@ from milopt.estimators.registry import register_method
 
 
 def _as_bool_param(v, name) -> bool:
-    from milopt.models.batchsvm_lp import _as_bool
+    from milopt.params import parse_bool
 
-    return _as_bool(v, name)
+    return parse_bool(name, v)
 
 
 def _models():
@@ -133,6 +133,24 @@ class _BatchClassifier(MILClassifier):
     def predict_instance_labels(self, bags) -> np.ndarray:
         """0/1 instance labels from the batch-wise scores."""
         return (self.predict_instances(bags) > self.instance_threshold_).astype(int)
+
+    def _check_degenerate(self, bags: Bags) -> None:
+        """Batch classifiers are candidate detectors: with instance labels, the degenerate-model
+        check is on the training instances (every candidate one class, or one score)."""
+        if bags.instance_y is None:
+            return super()._check_degenerate(bags)
+        import warnings
+
+        from milopt.errors import DegenerateModelWarning
+        from milopt.metrics import degenerate
+
+        s = self.predict_instances(bags)
+        why = degenerate((s > self.instance_threshold_).astype(int), s, np.array([0, 1]), unit="instance")
+        self.degenerate_ = why
+        if why:
+            warnings.warn(f"{type(self).__name__}: degenerate model: {why} on the training bags; its predictions "
+                          "carry no information (try class_weight='balanced' or another nu)", DegenerateModelWarning,
+                          stacklevel=3)
 
     def score(self, bags, y=None):
         """Instance-level AUC when ``bags.instance_y`` exists, else bag accuracy."""
@@ -343,6 +361,11 @@ class BatchPSVMClassifier(_BatchClassifier):
         self.fit_info_ = {"objective": res.objective, "theta": self.theta_, "iterations": int(res.iterations or 0),
                           "termination": str(res.termination), "solve_seconds": res.wall_time, "labels": src,
                           "coords_appended": bool(self.coords_appended_)}
+        if self.learn_theta:  # the θ loop: how many updates, and whether it met tol or hit max_iter
+            ex = res.extra
+            self.fit_info_.update({"theta_iterations": int(ex["theta_iterations"]),
+                                   "theta_converged": bool(ex["theta_converged"]),
+                                   "theta_step": float(ex["theta_step"])})
         return self
 
     def _operator(self, bags: Bags):

@@ -14,6 +14,7 @@ import numpy as np
 
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError, NoSolutionError, positive_number
+from milopt.params import parse_bool
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
 
@@ -39,11 +40,24 @@ class DCMILClassifier(MILClassifier):
         Default: the paper's {2^-7, ..., 2^7}; a string "0.5,1,2" is accepted (command line).
     inner_folds : int
         Folds of the inner cross-validation.
-    theta, eta, m, sigma, eps, max_fev, bundle_size, b2
-        DCPCA parameters (paper §4: 0.7, 0.7, 0.01, 0.01, 0.95; budget 500 evaluations for
-        medium-size and 200 for large-size problems — ``max_fev='auto'`` chooses by the number
-        of features, or give 'medium', 'large' or an integer; bundle restart threshold 100;
-        ``b2`` 'current' (the paper's QP(I)) or 'all'); see :func:`milopt.algorithms.dcmil.dcpca`.
+    theta : float
+        DCPCA stopping tolerance on the criticality measure |v̄| (paper §4: 0.7).
+    eta : float
+        DCPCA line-search length below which a step is a null step (paper: 0.7).
+    m : float
+        DCPCA Armijo parameter (paper: 0.01).
+    sigma : float
+        DCPCA step reduction factor (paper: 0.01).
+    eps : float
+        DCPCA pruning threshold on the linearisation errors of the first bundle (paper: 0.95).
+    max_fev : int or {'auto', 'medium', 'large'}
+        DCPCA budget of function evaluations (paper: 500 for medium-size, 200 for large-size problems; 'auto'
+        chooses by the number of features).
+    bundle_size : int
+        DCPCA bundle size above which a bundle restarts at a new stability centre (paper: 100).
+    b2 : {'current', 'all'}
+        DCPCA direction subproblem: 'current' (the paper's QP(I)) or 'all' (one QP per element of the
+        second bundle); see :func:`milopt.algorithms.dcmil.dcpca`.
     solver : str
         Backend for the DCA subproblems (``highs`` by default; ``ipopt``, ``scip`` when installed).
     max_iter : int
@@ -90,7 +104,7 @@ class DCMILClassifier(MILClassifier):
     def _fit(self, bags: Bags):
         if self.method not in ("dcpca", "dca"):
             raise InvalidParameterError(f"method: expected 'dcpca' or 'dca', got {self.method!r}")
-        if _truthy(self.inner_cv):
+        if parse_bool("inner_cv", self.inner_cv):
             return self._fit_inner_cv(bags)
         return self._fit_one(bags, positive_number("C", self.C))
 
@@ -158,12 +172,6 @@ class DCMILClassifier(MILClassifier):
     def predict_instances(self, bags) -> np.ndarray:
         bags = self._check_input(bags)
         return bags.X @ self.coef_ + self.intercept_
-
-
-def _truthy(v) -> bool:
-    if isinstance(v, str):
-        return v.strip().lower() in ("1", "true", "yes", "on")
-    return bool(v)
 
 
 register_method("dcmil", DCMILClassifier, fixed={"method": "dcpca"},

@@ -9,7 +9,7 @@ import numpy as np
 from milopt.algorithms.pdmisvm import (KERNELS, check_params, kernel_features, kernel_matrix, pdmisvm_admm)
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
-from milopt.estimators.base import MILClassifier
+from milopt.estimators.base import MILClassifier, class_weights
 from milopt.estimators.registry import register_method
 
 VARIANT_CHOICES = ("exact", "inexact", "kernel")
@@ -57,6 +57,9 @@ class PDMISVMClassifier(MILClassifier):
         T/U updates: exact block minimiser or the paper's closed form (see the docs).
     random_state : int, default 0
         Seed of the Nystroem landmarks (the ADMM itself is deterministic).
+    class_weight : {'none', 'balanced'}, default 'none'
+        Per-bag multiplier of C: 'none' is eq. 1 as published; 'balanced' is scikit-learn's
+        meaning over bags, n_bags / (K · n_bags of the bag's class).
     preset : {None, 'paper-rbf', 'paper-linear'}, default None
         The settings of the paper's Section 4.1 (see :data:`PRESETS`): ``paper-rbf`` = kernel
         variant, RBF, C = 1e-3, mu = 1e-10, tol = 1e-5; ``paper-linear`` = inexact variant,
@@ -80,7 +83,8 @@ class PDMISVMClassifier(MILClassifier):
     """
 
     def __init__(self, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, tol=1e-6, variant="exact", kernel="rbf",
-                 gamma="auto", n_components=None, max_prox="exact", random_state=0, preset=None):
+                 gamma="auto", n_components=None, max_prox="exact", random_state=0, preset=None,
+                 class_weight="none"):
         self.C = C
         self.mu = mu
         self.rho = rho
@@ -93,6 +97,7 @@ class PDMISVMClassifier(MILClassifier):
         self.max_prox = max_prox
         self.random_state = random_state
         self.preset = preset
+        self.class_weight = class_weight
 
     # ------------------------------------------------------------------ fit
     def effective_params(self) -> dict:
@@ -134,7 +139,8 @@ class PDMISVMClassifier(MILClassifier):
         X = bags.X
         p = self._validate()
         self.variant_, self.kernel_ = p["variant"], p["kernel"]
-        kw = dict(C=p["C"], mu=p["mu"], rho=p["rho"], max_iter=p["max_iter"], tol=p["tol"], max_prox=p["max_prox"])
+        kw = dict(C=p["C"], mu=p["mu"], rho=p["rho"], max_iter=p["max_iter"], tol=p["tol"], max_prox=p["max_prox"],
+                  bag_weights=class_weights(bags.y, self.class_weight))
         if p["variant"] == "kernel":
             Z, support, M, g = kernel_features(X, p["kernel"], p["gamma"], p["n_components"], self.random_state)
             W, b, res = pdmisvm_admm(Z, bags.bag_ptr, yk, K, variant="exact", **kw)

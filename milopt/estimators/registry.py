@@ -64,15 +64,23 @@ class MethodSpec:
 
     @property
     def params(self) -> ParamSet:
-        """The typed declaration of the method's keys (defaults are the constructor's)."""
+        """The typed declaration of the method's keys (defaults are the constructor's; a key
+        declared without help text is described from the class docstring's Parameters section)."""
         ps = ParamSet.from_signature(self.cls.__init__, skip=self.fixed, declared=_declared(self.cls))
         sig_defaults = _signature_defaults(self.cls)
+        docs = None
         for k, p in ps.items():
-            if k in sig_defaults and p.default != sig_defaults[k]:
-                q = p.named(k)
+            fix_default = k in sig_defaults and p.default != sig_defaults[k]
+            if not fix_default and p.help:
+                continue
+            q = p.named(k)
+            if fix_default:
                 q.default = sig_defaults[k]
                 q.none = q.none or q.default is None
-                dict.__setitem__(ps, k, q)
+            if not q.help:
+                docs = _docstring_params(self.cls) if docs is None else docs
+                q.help = docs.get(k, "")
+            dict.__setitem__(ps, k, q)
         return ps
 
     def keys(self) -> list[str]:
@@ -99,6 +107,81 @@ class MethodSpec:
             return self.cls(**kw)
         except TypeError as exc:
             raise InvalidParameterError(f"{self.name}: {exc}") from None
+
+
+def _numpydoc_params(doc: str) -> dict:
+    """``{name: (type, description)}`` of a numpydoc ``Parameters`` section (names listed
+    together, ``a, b : float``, share their entry)."""
+    import inspect
+    import re
+
+    lines = inspect.cleandoc(doc or "").splitlines()
+    out = {}
+    try:
+        start = next(i for i, ln in enumerate(lines[:-1]) if ln.strip() == "Parameters" and
+                     set(lines[i + 1].strip()) == {"-"})
+    except StopIteration:
+        return out
+    names, typ, desc = [], "", []
+
+    def flush():
+        text = " ".join(d.strip() for d in desc if d.strip())
+        for n in names:
+            out.setdefault(n, (typ, text))
+
+    for ln in lines[start + 2:]:
+        if ln.strip() and not ln.startswith(" ") and len(ln.strip()) > 0:
+            if re.fullmatch(r"-{3,}", ln.strip()):     # the next section's underline: stop
+                names = names[:0] if not desc else names
+                break
+            flush()
+            head, _, typ = ln.partition(" : ")
+            names = [n.strip() for n in head.split(",") if n.strip()]
+            typ, desc = typ.strip(), []
+            if not re.fullmatch(r"[A-Za-z_][\w, ]*", head.strip()):   # a section title (Attributes, ...)
+                names = []
+                break
+        else:
+            desc.append(ln)
+    flush()
+    return out
+
+
+def _first_sentence(text: str) -> str:
+    import re
+
+    depth, cut = 0, len(text)
+    for i, ch in enumerate(text):   # the first ". " outside parentheses ends the sentence
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "." and depth <= 0 and (i + 1 == len(text) or text[i + 1].isspace()) \
+                and not text[:i].lower().endswith(("eq", "eqs", "e.g", "i.e", "et al", "cf", "sec", "fig")):
+            cut = i
+            break
+    return text[:cut].strip()
+
+
+def _docstring_params(cls) -> dict:
+    """Help text per constructor key from the numpydoc ``Parameters`` sections of ``cls``, its
+    bases and the other classes of its module (for entries that say "see OtherClass"): the
+    first sentence of the description, else the accepted values given as the type."""
+    import re
+    import sys
+
+    found: dict = {}
+    classes = [c for c in cls.__mro__ if c.__doc__]
+    mod = sys.modules.get(cls.__module__)
+    if mod is not None:
+        classes += [c for c in vars(mod).values() if isinstance(c, type) and c.__doc__ and c not in classes]
+    for c in classes:
+        for name, (typ, desc) in _numpydoc_params(c.__doc__).items():
+            text = _first_sentence(desc) if desc and not desc.lower().startswith("see ") else ""
+            if not text and typ and not typ.lower().startswith("see "):
+                text = typ
+            if text and name not in found:
+                text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text)     # reST roles and literals read as plain text
+                found[name] = text.replace("``", "")
+    return found
 
 
 def _signature_defaults(cls) -> dict:

@@ -12,6 +12,7 @@ from milopt.errors import InvalidParameterError
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
 from milopt.params import Bool, Choice, Float, Int, ParamSet, parse_bool
+from milopt.solvers.result import Termination
 
 
 def _split_bags(y, fraction, seed):
@@ -267,6 +268,13 @@ class VGPMILClassifier(MILClassifier):
         else:
             tol = 0.0 if use_val else None     # replay exactly the selected number of epochs
             post, pi, res = self._core(bags.X, bags.bag_ptr, bags.y, Z, chosen_l, chosen_epochs, tol=tol)
+            if use_val and inner_model is not None and res.termination == Termination.ITERATION_LIMIT \
+                    and chosen_epochs < int(self.max_iter):
+                # the refit stopped at the epoch count chosen on the validation bags: early stopping,
+                # not a budget (docs/statuses.md)
+                from dataclasses import replace
+
+                res = replace(res, termination=Termination.EARLY_STOPPED)
         self.posterior_ = post
         self.pi_ = pi
         self.result_ = res
@@ -279,8 +287,8 @@ class VGPMILClassifier(MILClassifier):
                           "lengthscale_over_median": float(post.lengthscale / med),
                           "selected_epochs": int(chosen_epochs), "in_warmup": int(chosen_epochs <= int(self.warmup)),
                           "termination": str(res.termination), "n_inducing": int(post.Z.shape[0]),
-                          # early stopping: the refit replays the epochs chosen on the validation bags, so
-                          # its termination is "iteration_limit" by construction
+                          # early stopping: the refit replays the epochs chosen on the validation bags and
+                          # reports "early_stopped" (fewer than max_iter epochs) or "iteration_limit"
                           "stopping": "early_stopping" if use_val else "convergence"}
         if selection:
             self.fit_info_["inner_val_auc"] = float(max(s["val_auc"] for s in selection))

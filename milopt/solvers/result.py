@@ -8,9 +8,18 @@ from typing import Any, Mapping
 
 
 class Termination(str, Enum):
-    """Why a solve stopped."""
+    """Why a solve or a fit stopped: one vocabulary for every backend and native algorithm.
 
-    OPTIMAL = "optimal"                  # proven optimal (within the gap tolerance) / converged
+    ``optimal`` is reserved for a *proof*: a solver (or an exact method) certified that no
+    better solution exists, within its gap tolerance.  A local method that met its own stopping
+    test reports ``converged``; one stopped by a safeguard or a validation criterion before its
+    convergence test reports ``early_stopped``.  The table of ``docs/statuses.md`` gives each
+    word's meaning and which method reports it when.
+    """
+
+    OPTIMAL = "optimal"                  # proven optimal: gap within the tolerance
+    CONVERGED = "converged"              # a local method met its stopping test (no proof of optimality)
+    EARLY_STOPPED = "early_stopped"      # stopped before convergence by a validation or safeguard criterion
     TIME_LIMIT = "time_limit"
     ITERATION_LIMIT = "iteration_limit"  # also node / function-evaluation budgets
     INFEASIBLE = "infeasible"
@@ -22,6 +31,26 @@ class Termination(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+#: what each termination word means for the model a fit returns (the CLI prints these notes;
+#: ``docs/statuses.md`` has the full table)
+TERMINATION_NOTES = {
+    "optimal": "proven optimal: the solver's bound certifies the objective within the gap tolerance",
+    "converged": "a local method met its stopping test (a stationary or fixed point); nothing is proven about "
+                 "global optimality",
+    "early_stopped": "stopped before its convergence test (validation score no longer improving, or no further "
+                     "descent); the best iterate is kept",
+    "iteration_limit": "stopped at its iteration (or evaluation, node) budget before its stopping test; the "
+                       "model is the last (or best) iterate",
+    "time_limit": "stopped at the time limit; the model is the best found in time, not proven optimal",
+    "infeasible": "the problem has no feasible point",
+    "unbounded": "the objective is unbounded",
+    "infeasible_or_unbounded": "the problem is infeasible or unbounded (the solver did not say which)",
+    "interrupted": "interrupted by the user; the model is the best found so far",
+    "error": "the solver or method failed (e.g. numerical trouble); any model is the last finite iterate",
+    "unknown": "the solver gave no reason",
+}
 
 
 class SolutionStatus(IntEnum):
@@ -172,12 +201,17 @@ def native(solver: str, termination: Termination, objective, wall: float, *, ite
            extra=None, version: str = "milopt") -> SolveResult:
     """The :class:`SolveResult` of a native iterative method (problem class ``native``).
 
-    Status optimal when the method's own stopping test was met (termination optimal: converged,
-    a stationary point, not a certified global optimum), feasible when it stopped on a limit,
-    none when the objective is not a finite number.  No bound, so the gap is infinite."""
+    A native method proves nothing: its status is feasible whenever the objective is a finite
+    number (none otherwise, or on ``error``), never optimal, and it has no bound, so the gap is
+    infinite.  A method that met its own stopping test reports ``converged`` (a stationary or
+    fixed point), not ``optimal``: ``termination=Termination.OPTIMAL`` is read as ``converged``
+    here (a method that can prove optimality builds its result with :func:`finish` and a
+    bound).  See ``docs/statuses.md``."""
+    termination = Termination(termination)
+    if termination == Termination.OPTIMAL:
+        termination = Termination.CONVERGED
     ok = objective is not None and math.isfinite(float(objective)) and termination != Termination.ERROR
-    status = (SolutionStatus.OPTIMAL if termination == Termination.OPTIMAL else SolutionStatus.FEASIBLE) if ok \
-        else SolutionStatus.NONE
+    status = SolutionStatus.FEASIBLE if ok else SolutionStatus.NONE
     return SolveResult(solver=solver, termination=termination, status=status,
                        objective=None if objective is None else float(objective), bound=None, gap=math.inf,
                        wall_time=float(wall), iterations=iterations, solver_version=version, problem_class="native",
