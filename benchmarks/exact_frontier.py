@@ -20,6 +20,8 @@ Usage::
     python benchmarks/exact_frontier.py                         # 8..40 bags + generated, 60 s
     python benchmarks/exact_frontier.py --sizes 8,16,24,40,60,92 --time-limit 600
     python benchmarks/exact_frontier.py --paths bnb --sizes 24 --json
+    python benchmarks/exact_frontier.py --paths bnb=misvm-bigm:bnb --nested musk1,musk2 \
+        --sizes 20,40,60,80,100 --generated "" --time-limit 120     # nested subsets
 """
 from __future__ import annotations
 
@@ -68,11 +70,34 @@ def musk1_subset(n_bags: int, seed: int = 0):
     return b.subset(ids)
 
 
+def nested_subset(name: str, n_bags: int, seed: int = 0):
+    """The first ``n_bags`` bags of a fixed order of ``name``'s bags (nested: every size contains
+    the smaller ones).  The order alternates positive and negative bags, each class in a random
+    order (seeded), so each prefix is as balanced as the data allow (MUSK1: 47 / 45, MUSK2:
+    39 / 63; past the smaller class the rest comes from the other)."""
+    import numpy as np
+
+    from milopt.data import load
+
+    b = load(name)
+    if n_bags >= b.n_bags:
+        return b
+    rng = np.random.default_rng(seed)
+    pos, neg = rng.permutation(np.flatnonzero(b.y == 1)), rng.permutation(np.flatnonzero(b.y == 0))
+    order = []
+    for k in range(max(pos.size, neg.size)):
+        order += [int(a[k]) for a in (pos, neg) if k < a.size]
+    return b.subset(np.sort(order[:n_bags]))
+
+
 def load_instance(spec: str, seed: int):
     from milopt.data import load
 
     if spec.startswith("musk1:"):
         return musk1_subset(int(spec.split(":")[1]), seed)
+    if spec.startswith("nested:"):
+        _, name, n = spec.split(":")
+        return nested_subset(name, int(n), seed)
     return load(spec)
 
 
@@ -92,6 +117,7 @@ def worker(job: dict) -> dict:
             "warm_start_seconds")
     out = {k: res.get(k) for k in keep}
     out["root_bound"] = (res.get("extra") or {}).get("root_bound")
+    out["incumbent_time"] = (res.get("extra") or {}).get("incumbent_time")
     # time to the first proof of optimality, when the backend reports its gap over time
     out["history_tail"] = (res.get("history") or [])[-1:] if res.get("history") else []
     out["bags"] = res["data"]["bags"]
@@ -126,6 +152,8 @@ def main(argv=None):
     ap.add_argument("--paths", default=DEFAULT_PATHS)
     ap.add_argument("--sizes", default="8,16,24,40", help="MUSK1 subset sizes (92 = all of MUSK1)")
     ap.add_argument("--generated", default=",".join(GENERATED), help="generated instances ('' for none)")
+    ap.add_argument("--nested", default="", help="comma-separated data sets (musk1, musk2) whose nested subsets of "
+                    "--sizes bags are run instead of the independent MUSK1 subsets")
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--root", action="store_true", help="also measure each path's root bound on MUSK1 (92 bags)")
@@ -137,7 +165,12 @@ def main(argv=None):
         print(json.dumps(worker(json.loads(a.worker)), default=float))
         return 0
     paths = [parse_path(s) for s in a.paths.split(",") if s]
-    insts = [f"musk1:{s}" for s in a.sizes.split(",") if s] + [g for g in a.generated.split(",") if g]
+    sizes = [s for s in a.sizes.split(",") if s]
+    if a.nested:
+        insts = [f"nested:{d}:{s}" for d in a.nested.split(",") if d for s in sizes]
+    else:
+        insts = [f"musk1:{s}" for s in sizes]
+    insts += [g for g in a.generated.split(",") if g]
     rows = []
     for inst in insts:
         for p in paths:

@@ -373,6 +373,11 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
     t_start = time.perf_counter()  # the time limit covers loading, building, hand-off and solve
     if solver != "auto":
         backend = get_backend(solver)  # unknown / not installed: refuse before loading data or building
+        native = getattr(backend, "params", None)
+        if native and params:  # --set keys the backend declares (and the formulation does not) are its options
+            params = dict(params)
+            own = {k: params.pop(k) for k in list(params) if k in native and k not in form.params}
+            options = {**native.validate(own, f"{solver} options"), **(options or {})}
         cls = expected_class(form, params)
         if cls:
             check_supported(backend, *cls, formulation=form.name)

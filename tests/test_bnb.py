@@ -14,7 +14,7 @@ from milopt.algorithms.mi_heuristics import misvm_alternate
 from milopt.data import Bags
 from milopt.errors import UnsupportedProblemError
 from milopt.solvers import SolutionStatus, Termination, installed, solve
-from milopt.solvers.bnb import MISVMBranchAndBound, mi_objective_best_b, solve_bags
+from milopt.algorithms.bnb import MISVMBranchAndBound, mi_objective_best_b, solve_bags
 
 
 def tiny(seed, n_pos=3, n_neg=3, d=3, max_size=4):
@@ -239,3 +239,144 @@ def test_cli_solve_and_fit():
     assert code == 0, err
     r = json.loads(out)
     assert r["train"]["termination"] == "optimal"
+
+
+def test_cli_options_verbose_and_bad_option():
+    """Declared bnb options reach the backend through --set (typed), --verbose writes the MIP
+    log to stderr while stdout stays one JSON document, a bad value is one line (exit 2)."""
+    code, out, err = _cli("solve", "misvm-bigm", "--data", "gen:digits?bags=12&seed=1", "--solver", "bnb",
+                          "--set", "node_limit=3", "restarts=0", "anneal=1", "log_every=0.01", "--verbose",
+                          "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["nodes"] <= 3 and r["extra"]["options"]["node_limit"] == 3
+    assert r["extra"]["options"]["restarts"] == 0 and r["extra"]["options"]["anneal"] == 1
+    assert "incumbent" in err and "bound" in err and "gap" in err
+    code, out, err = _cli("solve", "misvm-bigm", "--data", "gen:digits?bags=12&seed=1", "--solver", "bnb",
+                          "--set", "node_limit=abc")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "node_limit" in err
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_parallel_equals_brute_force(seed):
+    """Node relaxations evaluated in two worker processes: same optimum and a valid bound."""
+    bags = tiny(seed + 20, n_pos=4)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    out = solve_bags(bags, costs=costs, mip_gap=1e-7, restarts=0, anneal=0, workers=2, batch=3)
+    assert out["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7
+
+
+def kernel_selection_qp(bags, K, witnesses, costs):
+    """Optimum of the kernel SVM for one witness selection (certified as selection_qp)."""
+    from milopt.algorithms.svm_ipm import solve_group_dual_ipm
+
+    bi = bags.bag_index
+    rows = np.array([i for i in range(bags.n_instances) if bags.y[bi[i]] == 0] + list(witnesses), dtype=int)
+    y = np.where(bags.y[bi[rows]] == 1, 1.0, -1.0)
+    g, ginv = np.unique(bi[rows], return_inverse=True)
+    r = solve_group_dual_ipm(K[np.ix_(rows, rows)], y, ginv, costs[g], tol=1e-12)
+    v = r["alpha"] * y
+    raw = K[np.ix_(rows, rows)] @ v
+    best = np.inf
+    for b in np.r_[y - raw, 0.0]:
+        loss = np.maximum(0.0, 1.0 - y * (raw + b))
+        xi = np.zeros(g.size)
+        np.maximum.at(xi, ginv, loss)
+        best = min(best, 0.5 * v @ raw + costs[g] @ xi)
+    assert best - r["dual"] <= 1e-7 * max(1.0, best)
+    return best
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+def test_kernel_equals_brute_force(kernel):
+    """Kernel MI-SVM (Gram matrix given): the optimum is the minimum over all selections of the
+    kernel SVM, and the returned coefficients have the returned MI-SVM objective."""
+    bags = tiny(31, n_pos=3, n_neg=3, d=3)
+    X = bags.X
+    if kernel == "rbf":
+        sq = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+        K = np.exp(-0.5 * sq)
+    else:
+        K = (X @ X.T / 3 + 1.0) ** 2
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ptr = bags.bag_ptr
+    pos = np.flatnonzero(bags.y == 1)
+    ref = min(kernel_selection_qp(bags, K, s, costs)
+              for s in itertools.product(*[range(ptr[I], ptr[I + 1]) for I in pos]))
+    out = solve_bags(bags, costs=costs, kernel=K, mip_gap=1e-7)
+    assert out["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert out["bound"] <= ref + 1e-7
+    raw = K @ out["coef"]
+    val, _ = mi_objective_best_b(raw, costs, bags.y == 1, ptr, float(out["coef"] @ raw))
+    assert val == pytest.approx(out["objective"], rel=1e-9)
+
+
+def test_primal_heuristics_give_true_objectives():
+    """Annealing, alternation and swap starts are scored by the true MI-SVM objective: the
+    returned point's objective (with its own intercept) is the reported one, and never below
+    the proven optimum."""
+    bags = tiny(41, n_pos=4, n_neg=4)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    out = solve_bags(bags, costs=costs, node_limit=1, mip_gap=1e-7)
+    assert out["objective"] >= ref - 1e-7
+    assert misvm_bigm.objective_value(bags, out["w"], out["b"], 1.0) == pytest.approx(out["objective"], rel=1e-9)
+
+
+def test_interruption_in_the_starts(monkeypatch):
+    """Ctrl-C during the starting heuristics: the starts found so far, the root's bound, and
+    termination interrupted (unless that already proves optimality)."""
+    import milopt.algorithms.bnb.heuristics as H
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(H, "annealing_starts", stop)
+    bags = tiny(8, n_pos=5)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    out = solve_bags(bags, costs=costs, mip_gap=1e-7)
+    assert out["nodes"] <= 1
+    assert out["termination"] in ("interrupted", "optimal")
+    assert out["bound"] <= ref + 1e-7 <= out["objective"] + 2e-7
+
+
+def test_driver_returns_interrupted_result(monkeypatch):
+    """Ctrl-C in the search: the driver returns bnb's incumbent and bound (status feasible,
+    termination interrupted), loaded into the model."""
+    from milopt.algorithms.bnb import search
+
+    calls = {"n": 0}
+    orig = search.MISVMBranchAndBound.evaluate
+
+    def evaluate(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise KeyboardInterrupt
+        return orig(self, *a, **k)
+
+    monkeypatch.setattr(search.MISVMBranchAndBound, "evaluate", evaluate)
+    bags = tiny(9, n_pos=5, n_neg=4)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    m = misvm_bigm.build(bags, C=1.0)
+    res = solve(m, "bnb", mip_gap=1e-9, options={"restarts": 0, "anneal": 0})
+    assert res.termination == Termination.INTERRUPTED and res.status == SolutionStatus.FEASIBLE
+    assert res.extra["interrupted_with_solution"] is True
+    assert res.bound <= ref + 1e-7 <= res.objective + 2e-7
+    assert pe.value(m.obj) == pytest.approx(res.objective, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_product_branching_equals_brute_force(seed):
+    bags = tiny(seed + 50, n_pos=4)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    out = solve_bags(bags, costs=costs, mip_gap=1e-7, restarts=0, anneal=0, branching="product")
+    assert out["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7

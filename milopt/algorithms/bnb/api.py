@@ -1,0 +1,114 @@
+"""Entry point of the MI-SVM branch and bound: heuristic starts, then the search."""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .options import PARAMS
+from .search import MISVMBranchAndBound
+
+
+def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None, mip_gap=1e-4, starts=(),
+               kernel=None, verbose=False, log=None, **options):
+    """Solve MI-SVM on ``bags`` (bag slacks) exactly.
+
+    Parameters
+    ----------
+    bags : Bags
+    C, class_weight : as ``misvm-bigm`` (costs per bag by ``misvm_bigm.bag_costs``), or
+    costs : ndarray (B,), optional
+        Per-bag costs given directly.
+    time_limit : float, optional
+        Wall seconds for heuristics and search together.
+    mip_gap : float
+    starts : iterable of (w, b)
+        Known primal points (linear kernel).
+    kernel : ndarray (n, n), optional
+        Gram matrix of the instances (non-linear kernels); the result then has ``coef``.
+    verbose : bool
+        MIP-style progress lines on stderr.
+    **options
+        The options of :data:`milopt.algorithms.bnb.options.PARAMS` (restarts, seed,
+        node_limit, tol, qp, swap, dive_every, heuristic_share, log_every, workers, batch).
+
+    Returns
+    -------
+    dict of :meth:`MISVMBranchAndBound.solve` plus ``heuristic_seconds`` (the starts) and
+    ``witnesses``.  The heuristic starts use at most 10 % of ``time_limit``.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from milopt.algorithms.mi_heuristics import slack_costs
+
+    from .heuristics import alternate_selection, alternation_starts, annealing_starts, swap_search
+
+    o = PARAMS.resolve(options, "bnb options")
+    if costs is None:
+        costs = slack_costs(bags, C, class_weight)[0]
+    t0 = time.perf_counter()
+    with threadpool_limits(1):
+        eng = MISVMBranchAndBound(None if kernel is not None else bags.X, bags.bag_ptr, bags.y, costs, tol=o["tol"],
+                                  qp=o["qp"], K=kernel, branching=o["branching"])
+        K = eng.K
+        X = None if kernel is not None else bags.X
+        limit = math.inf if time_limit is None else float(time_limit)
+        start_deadline = t0 + o["start_share"] * limit
+        pts = []
+        interrupted = False
+        both = bool((bags.y == 1).any() and (bags.y == 0).any())
+
+        def polish(raw, deadline):
+            wit = eng.selection_of_raw(np.asarray(raw, dtype=float))
+            r = alternate_selection(eng, wit, deadline)
+            return r[0], r[4], r[1]
+
+        try:
+            if o["restarts"] and both:
+                pts += [(c, b, None) for c, b in alternation_starts(bags, K, C, class_weight, o["restarts"], o["seed"],
+                                                                   start_deadline, X)]
+            if o["anneal"] and both:
+                for raw in annealing_starts(eng, start_deadline, seed=o["seed"], runs=o["anneal"]):
+                    if time.perf_counter() > start_deadline:
+                        break
+                    pts.append(polish(raw, start_deadline)[1:] + (None,))
+            if o["swap"] and pts:
+                vals = []
+                for c, b, _ in pts:
+                    raw = eng.Kv(c)
+                    vals.append((eng.phi_raw(raw, float(c @ raw))[0], len(vals), raw))
+                vals.sort(key=lambda v: v[:2])
+                seen = []
+                for v, _, raw in vals:
+                    if len(seen) >= o["swap_starts"] or time.perf_counter() > start_deadline:
+                        break
+                    if any(abs(v - u) <= 1e-9 * max(1.0, abs(u)) for u in seen):
+                        continue
+                    seen.append(v)
+                    r = swap_search(eng, raw, start_deadline)
+                    if r is not None:
+                        pts.append((r[1], r[2], None))
+        except KeyboardInterrupt:   # Ctrl-C in the starts: keep what was found, evaluate the root, stop
+            interrupted = True
+        heur_s = time.perf_counter() - t0
+        left = None if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - t0))
+        ls = (lambda raw: polish(raw, math.inf)[1:]) if (o["restarts"] or o["anneal"]) else None
+        out = eng.solve(time_limit=left, mip_gap=mip_gap, node_limit=1 if interrupted else o["node_limit"],
+                        incumbents=[(c, b) for c, b, _ in pts], primal_incumbents=list(starts), heuristic=ls,
+                        swap=o["swap"], dive_every=o["dive_every"], heuristic_share=o["heuristic_share"],
+                        verbose=verbose, log_every=o["log_every"], workers=o["workers"], batch=o["batch"], log=log,
+                        start_swap=bool(starts))
+    if out["w"] is None and out["coef"] is None:   # no start and no node evaluated
+        out["coef"] = np.zeros(bags.n_instances)
+        out["objective"], out["b"] = eng.phi_raw(np.zeros(bags.n_instances), 0.0)
+        if kernel is None:
+            out["w"] = np.zeros(bags.n_features)
+    if interrupted and out["termination"] != "optimal":
+        out["termination"] = "interrupted"
+    out["heuristic_seconds"] = heur_s
+    out["seconds"] = time.perf_counter() - t0
+    raw = eng.Kv(out["coef"]) if kernel is not None else bags.X @ out["w"]
+    out["witnesses"] = eng.selection_of_raw(raw, out["b"])
+    out["options"] = o
+    return out

@@ -1,0 +1,318 @@
+r"""Primal heuristics of the MI-SVM branch and bound: incumbents (upper bounds).
+
+* :func:`alternation_starts`: the MI-SVM alternating heuristic (Andrews, Tsochantaridis &
+  Hofmann 2002; Kent & Yu Algorithm 1) from the centroid and SIL starts and random starts;
+* :func:`alternation_from_scores`: the same alternation started from given instance scores
+  (a node relaxation's scores: "diving" from the relaxation to a selection and polishing it);
+* :func:`swap_search`: 1-opt witness-swap local search on the MI-SVM objective.
+
+Every point found is scored by the true MI-SVM objective Φ(w, b*) (exact best intercept), so
+an incumbent is always the objective value of a feasible (w, b); nothing here affects the
+lower bound.
+
+**1-opt witness swaps.**  The alternation stops at a selection s whose SVM solution (w_s, b_s)
+picks s again: no *first-order* change of witness helps, because Φ(w_s, ·) already uses the
+best witness of every bag for w_s.  A swap that helps only after (w, b) is re-optimised is
+invisible to it.  :func:`swap_search` tries, for every positive bag I and instance i' ≠ s_I,
+the selection s' = s with s_I ← i': the SVM P(s') is re-solved by the coordinate descent warm
+started from P(s)'s multipliers (α moves from s_I to i', :meth:`GroupSVMDual.move`), and the
+swap is kept when Φ(w_{s'}, b*) < Φ(w_s, b*) (first improvement), after which the selection is
+re-aligned with the new scores (one alternation step).  Passes repeat until none improves or
+the time budget ends.  Candidates are tried in decreasing order of their current score (the
+instances nearest to taking over their bag first).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from milopt.segments import segment_argmax
+
+
+def alternation_starts(bags, K, C, class_weight, restarts, seed, deadline, X):
+    """Dual coefficients ``(coef = y ∘ α, b)`` from the alternating heuristic: centroid and SIL
+    starts, then random starts (each its own seed) while time allows."""
+    from milopt.algorithms.mi_heuristics import misvm_alternate
+
+    out = []
+    inits = ["centroid", "sil"] + ["random"] * max(0, int(restarts) - 2)
+    for r, init in enumerate(inits[:max(1, int(restarts))]):
+        if time.perf_counter() > deadline:
+            break
+        try:
+            res = misvm_alternate(K, bags, C=C, class_weight=class_weight, slack="bag", init=init, restarts=1,
+                                  random_state=seed + r, X=X, solver="smo" if K is None else "auto")
+        except Exception:  # noqa: BLE001 - a failed start is only a missing incumbent
+            continue
+        out.append((res["alpha"] * res["y"], res["b"]))
+    return out
+
+
+def alternation_from_scores(bags, K, C, class_weight, X, max_iter=20):
+    """``run(scores) -> (coef, b)``: the alternation started from the selection of ``scores``."""
+    from milopt.algorithms.mi_heuristics import misvm_alternate
+
+    def run(scores):
+        res = misvm_alternate(K, bags, C=C, class_weight=class_weight, slack="bag", restarts=1, init_scores=scores,
+                              X=X, max_iter=max_iter, solver="smo" if K is None else "auto")
+        return res["alpha"] * res["y"], res["b"]
+
+    return run
+
+
+def swap_search(eng, scores, deadline, max_passes=20):
+    """1-opt witness-swap local search from the selection of ``scores``.
+
+    Each selection's SVM is solved to high accuracy by the interior-point node QP of ``eng``;
+    engines whose node solver is the coordinate descent (large effective sets, e.g. MUSK2)
+    return None (one swap would cost a full solve).  Two exact screens skip candidates:
+
+    * a bag whose multipliers are all zero (α_I = 0) cannot gain: α stays dual feasible for the
+      swapped selection s', so P(s') ≥ D(α) = P(s);
+    * moving α_I from the witness i to i' gives the dual-feasible point α' of P(s') with
+      D(α') = D(α) − α_I (f_i' − f_i) − ½ α_I² ‖z_i' − z_i‖²  (f = K(y∘α)); when
+      D(α') ≥ Φ(current) the swap cannot improve (P(s') ≥ D(α')) and is not solved.
+
+    Parameters
+    ----------
+    eng : MISVMBranchAndBound
+        Supplies the kernel, labels, costs, the node QP solver and Φ.
+    scores : ndarray (n,)
+        Instance scores; the start is the best-scoring instance of every positive bag.
+    deadline : float
+        ``time.perf_counter()`` value at which to stop.
+
+    Returns
+    -------
+    (value, coef, b) of the best point found (coef = y ∘ α: f(x) = Σ coef_i K(z_i, x) + b),
+    or None.
+    """
+    ptr, pos = eng.ptr, eng.pos_bags
+    multi = eng.live[pos] & (eng.sizes[pos] > 1)
+    if not multi.any() or not eng.base_active.any() or eng.qp != "ipm":
+        return None
+    wit = segment_argmax(np.asarray(scores, dtype=float), ptr)[pos]
+
+    def solve(w_):
+        act = eng.base_active.copy()
+        act[w_[eng.live[pos]]] = True
+        alpha = eng.solve_selection(act, deadline)
+        D, coef, raw = eng.dual_objective(alpha)
+        val, b = eng.phi_raw(raw, float(coef @ raw))
+        return val, b, alpha, D, coef, raw
+
+    cur, b, alpha, D, coef, raw = solve(wit)
+    best = (cur, coef, b)
+    bag_ids = np.flatnonzero(multi)
+    for _ in range(max_passes):
+        improved = False
+        aI = np.add.reduceat(alpha, eng.smo.gptr[:-1])[pos]
+        for k in bag_ids[aI[bag_ids] > 0]:
+            I = pos[k]
+            a = aI[k]
+            i = wit[k]
+            cands = np.arange(ptr[I], ptr[I + 1])
+            cands = cands[cands != i]
+            dist = eng.diag[cands] + eng.diag[i] - 2.0 * eng.Krows(np.array([i]), cands)[0]
+            dprime = D - a * (raw[cands] - raw[i]) - 0.5 * a * a * dist
+            cands = cands[dprime < cur - 1e-9 * max(1.0, abs(cur))]
+            for c in cands[np.argsort(-raw[cands], kind="stable")].tolist():
+                if time.perf_counter() > deadline:
+                    return best
+                w2 = wit.copy()
+                w2[k] = c
+                r = solve(w2)
+                if r[0] < cur - 1e-9 * max(1.0, abs(cur)):
+                    # keep the swap, then re-align the selection with the new scores (alternation)
+                    wit = w2
+                    cur, b, alpha, D, coef, raw = r
+                    for _ in range(20):
+                        new = segment_argmax(raw, ptr)[pos]
+                        if np.array_equal(new[multi], wit[multi]) or time.perf_counter() > deadline:
+                            break
+                        r = solve(np.where(multi, new, wit))
+                        if not r[0] < cur:
+                            break
+                        wit = np.where(multi, new, wit)
+                        cur, b, alpha, D, coef, raw = r
+                    if cur < best[0]:
+                        best = (cur, coef, b)
+                    improved = True
+                    aI = np.add.reduceat(alpha, eng.smo.gptr[:-1])[pos]
+                    break
+        if not improved:
+            break
+    return best
+
+
+def alternate_selection(eng, wit, deadline, max_iter=30):
+    """The MI-SVM alternation on selections: returns (value, b, alpha, D, coef, raw, wit) of
+    the last improving selection.  Each SVM is solved by the interior-point node QP of ``eng``
+    when that is its node solver (small effective sets); otherwise by the warm-started
+    coordinate descent of :func:`~milopt.algorithms.mi_heuristics.misvm_alternate` (a witness
+    change moves α, nothing is re-solved from scratch)."""
+    ptr, pos = eng.ptr, eng.pos_bags
+    multi = eng.live[pos] & (eng.sizes[pos] > 1)
+    if eng.qp != "ipm":
+        return _alternate_smo(eng, wit, max_iter)
+
+    def solve(w_):
+        act = eng.base_active.copy()
+        act[w_[eng.live[pos]]] = True
+        alpha = eng.solve_selection(act, deadline)
+        D, coef, raw = eng.dual_objective(alpha)
+        val, b = eng.phi_raw(raw, float(coef @ raw))
+        return val, b, alpha, D, coef, raw
+
+    r = solve(wit)
+    for _ in range(max_iter):
+        new = np.where(multi, segment_argmax(r[5], ptr)[pos], wit)
+        if np.array_equal(new, wit) or time.perf_counter() > deadline:
+            break
+        r2 = solve(new)
+        if not r2[0] < r[0]:
+            break
+        wit, r = new, r2
+    return r + (wit,)
+
+
+def _alternate_smo(eng, wit, max_iter):
+    from milopt.algorithms.svm_dcd import GroupSVMDual
+
+    ptr, pos = eng.ptr, eng.pos_bags
+    smo = GroupSVMDual(eng.K if eng.dense else None, eng.y, eng.bag_of, eng.caps, tol=eng.tol,
+                       X=None if eng.dense else eng.X, max_iter=200000)
+    wit = np.where(eng.live[pos], wit, eng.ptr[pos])
+    act = eng.base_active.copy()
+    act[wit[eng.live[pos]]] = True
+    smo.active = act
+    smo.solve()
+    best = None
+    for _ in range(max_iter):
+        alpha = smo.alpha.copy()
+        D, coef, raw = eng.dual_objective(alpha)
+        val, b = eng.phi_raw(raw, float(coef @ raw))
+        if best is not None and not val < best[0]:
+            break
+        best = (val, b, alpha, D, coef, raw, wit.copy())
+        new = np.where(eng.live[pos], segment_argmax(raw, ptr)[pos], wit)
+        ch = np.flatnonzero(new != wit)
+        if ch.size == 0:
+            break
+        smo.move(wit[ch], new[ch])
+        wit = new
+        smo.solve()
+    return best
+
+
+def kick_search(eng, scores, deadline, seed=0, kick=3):
+    """Iterated local search on selections: kick ``kick`` random support bags of the best
+    selection to random other instances, re-run the alternation, keep an improvement.
+    Returns (value, coef, b) of the best point found, or None."""
+    ptr, pos = eng.ptr, eng.pos_bags
+    multi = eng.live[pos] & (eng.sizes[pos] > 1)
+    if not multi.any() or not eng.base_active.any():
+        return None
+    rng = np.random.default_rng(seed)
+    wit = segment_argmax(np.asarray(scores, dtype=float), ptr)[pos]
+    r = alternate_selection(eng, wit, deadline)
+    best = r
+    while time.perf_counter() < deadline:
+        aI = np.add.reduceat(best[2], eng.smo.gptr[:-1])[pos]
+        cand = np.flatnonzero(multi & (aI > 0))
+        if cand.size == 0:
+            break
+        ks = rng.choice(cand, size=min(kick, cand.size), replace=False)
+        w2 = best[6].copy()
+        for k in ks:
+            I = pos[k]
+            opts = np.arange(ptr[I], ptr[I + 1])
+            opts = opts[opts != w2[k]]
+            w2[k] = rng.choice(opts)
+        r = alternate_selection(eng, w2, deadline)
+        if r[0] < best[0] - 1e-9 * max(1.0, abs(best[0])):
+            best = r
+    return best[0], best[4], best[1]
+
+
+def _smooth_objective(X, ptr, bag_of, ypos, costs, tau, delta):
+    """f(θ) and ∇f for θ = (w, b): Φ with each bag's max replaced by τ·log Σ exp(s_i/τ) and the
+    hinge by δ·log(1 + exp(x/δ)) (both ≥ the exact terms, → them as τ, δ → 0)."""
+    from scipy.special import expit, logsumexp  # noqa: F401
+
+    d = X.shape[1]
+    sgn = np.where(ypos, -1.0, 1.0)          # positive bag: 1 - M - b ; negative: 1 + M + b
+
+    def f(theta):
+        w, b = theta[:d], theta[d]
+        s = X @ w
+        z = s / tau
+        zmax = np.maximum.reduceat(z, ptr[:-1])
+        e = np.exp(z - zmax[bag_of])
+        den = np.add.reduceat(e, ptr[:-1])
+        M = tau * (np.log(den) + zmax)
+        p = e / den[bag_of]                   # softmax weights within the bag
+        x = 1.0 + sgn * (M + b)
+        xd = x / delta
+        loss = delta * np.logaddexp(0.0, xd)
+        dl = costs * (1.0 / (1.0 + np.exp(-np.clip(xd, -500, 500))))   # d loss / dx, weighted
+        val = 0.5 * w @ w + costs @ loss
+        coefM = dl * sgn                       # d/dM
+        gs = coefM[bag_of] * p                 # d/ds_i
+        gw = w + X.T @ gs
+        gb = float(np.sum(dl * sgn))
+        return val, np.concatenate([gw, [gb]])
+
+    return f
+
+
+#: the annealing portfolio: (cost scale λ, hinge smoothing δ (None: δ = τ), first τ, random start)
+PORTFOLIO = ((1.0, None, 4.0, False), (0.5, None, 4.0, False), (0.5, 0.3, 4.0, False), (2.0, None, 4.0, False),
+             (0.25, 0.3, 4.0, False), (1.0, 0.3, 4.0, False), (0.5, 0.1, 1.0, False), (2.0, None, 0.3, True),
+             (0.5, None, 0.3, True), (1.0, 0.1, 0.3, True), (0.25, None, 1.0, True), (4.0, 0.3, 1.0, True))
+
+
+def annealing_starts(eng, deadline, seed=0, runs=len(PORTFOLIO), stages=8, tau_end=0.01):
+    r"""Deterministic annealing on the primal MI-SVM objective (linear kernel), after Gehler &
+    Chapelle, *Deterministic annealing for multiple-instance learning* (AISTATS 2007).
+
+    Each run minimises a smoothed Φ by L-BFGS for a decreasing sequence of temperatures τ
+    (``stages`` values from the run's first τ down to ``tau_end``, geometric), each stage warm
+    started from the previous one:
+
+    .. math::
+
+        \Phi_{	au,\delta}(w, b) = 	frac12\lVert w
+Vert^2
+            + \sum_I \lambda C_I\, \delta \logig(1 + e^{(1 - Y_I(M_I + b))/\delta}ig),\qquad
+        M_I = 	au \log 	extstyle\sum_{i\in I} e^{w^	op z_i/	au},
+
+    a soft maximum over each bag's instances (near the bag's mean score for large τ, the max
+    for small τ) and a smoothed hinge.  Runs differ by the cost scale λ, the hinge smoothing δ,
+    the first τ and the start (w = 0 or random, seeded): a portfolio (:data:`PORTFOLIO`) that
+    lands in different selections.  Returns the instance-score vectors w·z_i of the runs
+    (their selections are polished by :func:`alternate_selection`)."""
+    from scipy.optimize import minimize
+
+    if eng.kernel or not eng.ypos.any() or eng.ypos.all():
+        return []
+    rng = np.random.default_rng(seed)
+    costs = np.where(eng.live, eng.costs, 0.0)
+    X, d = eng.X, eng.d
+    out = []
+    for r in range(runs):
+        if time.perf_counter() > deadline:
+            break
+        lam, delta, tau0, rand = PORTFOLIO[r % len(PORTFOLIO)]
+        theta = np.zeros(d + 1)
+        if rand or r >= len(PORTFOLIO):
+            theta[:d] = rng.normal(0, 1.0 / np.sqrt(d), d)
+        for tau in np.geomspace(tau0, tau_end, stages):
+            f = _smooth_objective(X, eng.ptr, eng.bag_of, eng.ypos, lam * costs, tau,
+                                  delta if delta is not None else max(tau, tau_end))
+            theta = minimize(f, theta, jac=True, method="L-BFGS-B", options={"maxiter": 200}).x
+            if time.perf_counter() > deadline:
+                break
+        out.append(X @ theta[:d])
+    return out

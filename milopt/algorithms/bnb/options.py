@@ -1,0 +1,29 @@
+"""The options of the MI-SVM branch and bound, declared once (typed, with bounds and help).
+
+They are the ``--set`` keys of ``milopt solve misvm-bigm --solver bnb`` (beside the
+formulation's own keys) and the keyword arguments of :func:`milopt.algorithms.bnb.solve_bags`.
+"""
+from milopt.params import Bool, Choice, Float, Int, ParamSet
+
+PARAMS = ParamSet(
+    restarts=Int(8, "starts of the MI-SVM alternating heuristic before the search (0: none)", ge=0),
+    seed=Int(0, "seed of the random heuristic starts", ge=0),
+    node_limit=Int(None, "stop after this many nodes", ge=1),
+    tol=Float(1e-4, "KKT tolerance of the coordinate-descent node QPs", gt=0, lt=1),
+    qp=Choice("auto", ("auto", "ipm", "smo"),
+              "node QP solver: interior point (small effective sets), warm-started coordinate descent, or auto"),
+    branching=Choice("product", ("lookahead", "product"),
+                     "bag to branch on: largest weakest-child look-ahead gain, or its product with the mean gain"),
+    anneal=Int(12, "deterministic-annealing runs (smoothed MI-SVM, L-BFGS; linear kernel) before the search",
+               ge=0),
+    start_share=Float(0.15, "largest share of the time limit spent on starting heuristics", ge=0, le=1),
+    swap_starts=Int(3, "distinct best starts polished by the witness-swap search before the search", ge=0),
+    swap=Bool(True, "1-opt witness-swap local search on every new incumbent"),
+    dive_every=Int(25, "run the alternation from the relaxation of every k-th node (0: only on improvement)",
+                   ge=0),
+    heuristic_share=Float(0.3, "largest share of the elapsed time spent in primal heuristics during the search",
+                          ge=0, le=1),
+    log_every=Float(5.0, "seconds between two progress lines of --verbose", gt=0),
+    workers=Int(1, "processes evaluating open nodes in parallel (1: serial)", ge=1),
+    batch=Int(0, "open nodes evaluated per parallel round (0: 4 per worker)", ge=0),
+)
