@@ -187,3 +187,27 @@ def test_commercial_readers(bags, tmp_path, case, suffix, reader):
             pytest.skip(f"{reader}: {exc}")
         raise
     assert got == pytest.approx(best, rel=REL, abs=ABS)
+
+
+@pytest.mark.parametrize("fmt", [".mps", ".lp"])
+def test_export_json_is_one_document_on_stdout(tmp_path, fmt):
+    """``milopt export ... --json`` in a real process: stdout is exactly one JSON document for
+    every formulation (native banners, e.g. HiGHS's, go to stderr)."""
+    import json
+    import subprocess
+    import sys
+
+    data = {"batchsvm-lp": "gen:cad?images=4&candidates=6&seed=0", "batchprob-lp": "gen:cad?images=4&candidates=6&seed=0"}
+    names = sorted({f for f, _ in CASES})
+    code = ("import sys, milopt.cli\n"
+            "from milopt.solvers.highs_backend import new_highs\n"
+            "new_highs()  # a HiGHS object created in the process: its banner must not reach stdout\n"
+            "sys.exit(milopt.cli.main(sys.argv[1:]))\n")
+    for name in names:
+        out = tmp_path / f"{name}{fmt}"
+        r = subprocess.run([sys.executable, "-c", code, "export", name, "--data",
+                            data.get(name, "gen:subset?data=musk1&bags=6&seed=0"), "-o", str(out), "--json"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, (name, r.stderr[-500:])
+        doc = json.loads(r.stdout)
+        assert doc["file"].endswith(fmt) and doc["model_size"]["variables"] > 0, name
