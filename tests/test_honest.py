@@ -181,8 +181,14 @@ def test_list_shows_every_key_with_default_and_meaning(capsys):
     code, out, err = run(capsys, "list", "--json")
     assert code == 0, err
     res = json.loads(out)
+    from milopt.estimators.registry import methods
+
+    # the package's own methods (tests and plugins may have registered others in this process)
+    own = {n for n, m in methods().items() if m.cls.__module__.startswith("milopt.")}
     for sec in ("methods", "formulations"):
         for name, v in res[sec].items():
+            if sec == "methods" and name not in own:
+                continue
             for k, p in v["params"].items():
                 assert "default" in p and p["help"], f"{sec} {name}: key {k} has no help"
     code, out, err = run(capsys, "list", "misvm-heuristic")

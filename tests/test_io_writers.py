@@ -12,6 +12,8 @@ import gzip
 import os
 import sys
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -211,9 +213,27 @@ def quiet_fd1():
         os.close(null)
 
 
+def highs_reads_gz() -> bool:
+    """HiGHS reads ``.gz`` files itself from version 1.15.0 (1.14 and older refuse them)."""
+    import highspy
+
+    from milopt.solvers.highs_backend import version
+
+    return tuple(int(x) for x in version().split(".")[:2]) >= (1, 15) if highspy else False
+
+
 def read_highs(path):
     import highspy
 
+    path = Path(path)
+    if path.suffix == ".gz" and not highs_reads_gz():
+        import gzip
+        import shutil
+
+        plain = path.with_name(path.name[:-3])
+        with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        path = plain
     with quiet_fd1():
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)

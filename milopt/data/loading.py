@@ -61,9 +61,13 @@ def _maybe_numeric(col):
     if pd.api.types.is_numeric_dtype(col):
         return col
     try:
-        return pd.to_numeric(col)
+        out = pd.to_numeric(col)
     except (ValueError, TypeError):
         return col
+    if pd.api.types.is_float_dtype(out):
+        # pandas' own text-to-float conversion can be an ulp off; Python's float() is exact
+        out = col.map(lambda v: float(v) if isinstance(v, str) else v).astype(float)
+    return out
 
 
 def _detect_header(first_row) -> bool:
@@ -219,7 +223,9 @@ def read_mil_csv(path, *, name=None, coords: int = 0, header=None) -> Bags:
         raise InvalidDataError(f"header: expected true, false or auto, got {header!r}")
     where = str(path)
     try:
-        df = pd.read_csv(path, header=None, compression="infer", low_memory=False, skipinitialspace=True)
+        # round_trip: every double reads back exactly (pandas' default parser may be off by an ulp)
+        df = pd.read_csv(path, header=None, compression="infer", low_memory=False, skipinitialspace=True,
+                         float_precision="round_trip")
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError, EOFError,
             ValueError) as exc:
         msg = " ".join(str(exc).split())[:200]

@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import re
 import signal
 import tempfile
 import time
 
 from milopt.solvers.backend import RawResult, SolveOptions, quiet_stdout
 from milopt.solvers.result import Termination
+
+#: what glibc prints when it finds the heap corrupted (the process then aborts or dead-locks)
+_HEAP_FAULT = re.compile(r"(munmap_chunk\(\)|free\(\)|malloc\(\)|double free|corrupted size)[^\n]*")
 
 #: seconds granted past the time limit for a solver to stop by itself before it is killed
 GRACE_SECONDS = 5.0
@@ -155,7 +159,11 @@ def _run_child(backend, mf, opts: SolveOptions, deadline: float | None) -> RawRe
                 raise outcome[1]
             return RawResult(termination=Termination.ERROR, log=outcome[2], extra={"error": outcome[2]})
         tail = _tail(logpath)
-        if outcome[0] == "killed":
+        if outcome[0] == "killed" and _HEAP_FAULT.search(tail):
+            msg = (f"{backend.name} hung after a memory fault in native code ({_HEAP_FAULT.search(tail).group(0)}); "
+                   f"milopt stopped it {grace(opts.time_limit):.1f} s past the time limit")
+            term = Termination.ERROR
+        elif outcome[0] == "killed":
             msg = (f"{backend.name} did not stop at its time limit; milopt stopped it "
                    f"{grace(opts.time_limit):.1f} s past the limit")
             term = Termination.TIME_LIMIT

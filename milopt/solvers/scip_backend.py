@@ -145,9 +145,35 @@ def _incumbent_handler(xs, t0, trajectory, on_incumbent):
     return _Incumbents()
 
 
+#: Ipopt options SCIP's NLP heuristics use: MUMPS ordered by AMD, not METIS (docs/solvers.md,
+#: "SCIP 10 and the convex-hull model": METIS corrupts memory on large hull sub-NLPs)
+IPOPT_OPTIONS = "mumps_pivot_order 0\n"
+_OPTFILE = [None]
+
+
+def ipopt_option_file() -> str | None:
+    """Path of a (per-process) Ipopt option file holding :data:`IPOPT_OPTIONS`."""
+    if _OPTFILE[0] is None:
+        import atexit
+        import os
+        import tempfile
+
+        fd, path = tempfile.mkstemp(prefix="milopt-ipopt-", suffix=".opt")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(IPOPT_OPTIONS)
+        atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+        _OPTFILE[0] = path
+    return _OPTFILE[0]
+
+
 def solve_matrix(mf, opts) -> RawResult:
     t0 = time.perf_counter()
     s, xs = build_scip(mf, bool(opts.verbose))
+    if "nlpi/ipopt/optfile" not in dict(opts.options) and (mf.qrows or mf.has_quadratic_objective()):
+        try:  # SCIP's NLP heuristics: Ipopt with AMD ordering (the METIS hazard)
+            s.setParam("nlpi/ipopt/optfile", ipopt_option_file())
+        except Exception:  # a SCIP built without Ipopt has no such parameter
+            pass
     if opts.time_limit is not None:  # building the SCIP model counts against the limit
         s.setParam("limits/time", max(0.01, float(opts.time_limit) - (time.perf_counter() - t0)))
     if opts.mip_gap is not None:
