@@ -123,6 +123,8 @@ class Backend:
     trajectory, warm_start, threads : bool
         Capabilities for the table: reports the incumbent trajectory, takes a start, honours a
         thread count.
+    params : ParamSet, optional
+        Options the backend declares (typed, with defaults and help), e.g. ``bnb``'s.
     """
 
     name: str
@@ -144,6 +146,9 @@ class Backend:
     trajectory: bool = False
     warm_start: bool = False
     threads: bool = True
+    #: the backend's own options as a :class:`milopt.params.ParamSet` (``--set key=value`` on
+    #: ``milopt solve`` reaches them, typed); None: native options pass through unchecked
+    params: object = None
     _available: bool | None = field(default=None, repr=False)
 
     def available(self) -> bool:
