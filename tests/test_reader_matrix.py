@@ -2,8 +2,10 @@
 ``.gz``), is read back by every installed solver that reads its class, and each reaches the
 optimum ``milopt solve`` finds in memory.
 
-Data: 8 bags of MUSK1 (a stratified subset), the first 10 features plus one all-zero feature
-(a column with no matrix entry, the case foreign writers got wrong), standardised.  HiGHS reads
+Data: 8 bags of MUSK1 (a stratified subset), the first 10 features (4 for the hull models, whose
+size grows with features × witnesses) plus one all-zero feature (a column with no matrix entry,
+the case foreign writers got wrong), standardised; the batch LPs on generated CAD images (they
+need coordinates).  HiGHS reads
 the classes it solves (LP, MILP, QP); SCIP reads everything; CPLEX, Gurobi and Xpress (their free
 editions, when installed) read the plain files of instances within their size limits.
 docs/file_format.md shows the matrix and names this test as its evidence.
@@ -49,7 +51,8 @@ def _with_zero_feature(b, keep=10):
 
 @pytest.fixture(scope="module")
 def bags():
-    return {"musk": _with_zero_feature(load("gen:subset?data=musk1&bags=8&seed=0")),
+    musk = load("gen:subset?data=musk1&bags=8&seed=0")
+    return {"musk": _with_zero_feature(musk), "hull": _with_zero_feature(musk, keep=4),
             "cad": standardize(load("gen:cad?images=4&candidates=6&seed=0"))}
 
 
@@ -61,7 +64,8 @@ def reference(bags, name, params):
     key = (name, tuple(sorted(params.items())))
     if key not in _CACHE:
         form = formulation(name)
-        model = form.build(bags["cad" if name.startswith("batch") else "musk"], **params)
+        kind = "cad" if name.startswith("batch") else "hull" if name == "misvm-hull" else "musk"
+        model = form.build(bags[kind], **params)  # the hull model on 4 features (+1 constant): SCIP's time
         r = solve(model, "scip", mip_gap=1e-9, time_limit=120)
         assert r.termination == "optimal", (name, params, r.termination)
         _CACHE[key] = (model, r.objective, r.problem_class)
