@@ -85,14 +85,19 @@ Package layout
 """
 from __future__ import annotations
 
-from milopt.algorithms.vgpmil.link import (theta_pg, theta_gamma, theta_from_psi, GSM, _log_sech_half, make_gsm,
-    loo_survival, expected_max_others, max_others, _log1mexp, _GH_T, _GH_W, _sigmoid_moments, bag_probabilities)  # noqa: F401
-from milopt.algorithms.vgpmil.elbo import (rbf_kernel, median_sq_distance, _kernel_parts, _kernel_chain,
-    kernel_objective, _GHE_T, _GHE_W, _GHE_LOGW, _gh_expect, _gh_log_expect, _log_ratio, LogZSamples, logz_proposal,
-    elbo_objective, _learn_kernel)  # noqa: F401
-from milopt.algorithms.vgpmil.posterior import (VGPMILPosterior, _entropy, _scaled, _pi_block, _pi_update,
-    _pi_update_max)  # noqa: F401
-from milopt.algorithms.vgpmil.fit import (_diverged, _check_inputs, inducing_points, fit_vgpmil, _fit_vgpmil)  # noqa: F401
+# every name of the former single module, private helpers included, so that existing imports keep working
+from milopt.algorithms.vgpmil.link import (GSM, _GH_T, _GH_W, _log1mexp, _log_sech_half,  # noqa: F401
+                                           _sigmoid_moments, bag_probabilities, expected_max_others, loo_survival,
+                                           make_gsm, max_others, theta_from_psi, theta_gamma, theta_pg)
+from milopt.algorithms.vgpmil.elbo import (_GHE_LOGW, _GHE_T, _GHE_W, LogZSamples, _gh_expect,  # noqa: F401
+                                           _gh_log_expect, _kernel_chain, _kernel_parts, _learn_kernel, _log_ratio,
+                                           elbo_objective, kernel_objective, logz_proposal, median_sq_distance,
+                                           rbf_kernel)
+from milopt.algorithms.vgpmil.posterior import (VGPMILPosterior, _entropy, _pi_block, _pi_update,  # noqa: F401
+                                                _pi_update_max, _scaled)
+from milopt.algorithms.vgpmil.fit import (_check_inputs, _diverged, _fit_vgpmil, fit_vgpmil,  # noqa: F401
+                                          inducing_points)
 
-__all__ = ["GSM", "make_gsm", "theta_pg", "theta_gamma", "theta_from_psi", "rbf_kernel", "expected_max_others", "max_others",
-           "loo_survival", "median_sq_distance", "inducing_points", "VGPMILPosterior", "fit_vgpmil", "bag_probabilities"]
+__all__ = ["GSM", "make_gsm", "theta_pg", "theta_gamma", "theta_from_psi", "rbf_kernel", "expected_max_others",
+           "max_others", "loo_survival", "median_sq_distance", "inducing_points", "VGPMILPosterior", "fit_vgpmil",
+           "bag_probabilities"]
