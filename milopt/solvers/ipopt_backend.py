@@ -38,7 +38,7 @@ IPOPT_INF = 1e19
 #: ApplicationReturnStatus -> Termination
 STATUS_MAP = {
     0: Termination.OPTIMAL,            # Solve_Succeeded
-    1: Termination.OPTIMAL,            # Solved_To_Acceptable_Level (recorded in extra)
+    1: Termination.CONVERGED,          # Solved_To_Acceptable_Level: only the looser tolerances, no proof
     2: Termination.INFEASIBLE,         # Infeasible_Problem_Detected
     3: Termination.ERROR,              # Search_Direction_Becomes_Too_Small
     4: Termination.UNBOUNDED,          # Diverging_Iterates
