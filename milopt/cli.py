@@ -1,5 +1,9 @@
 """The ``milopt`` command.
 
+(Longer than 600 lines on purpose: the whole public contract of the command — every
+subcommand's arguments, its text and ``--json`` output and its exit status — is read in one
+place; the work itself lives in :mod:`milopt.runner`, :mod:`milopt.bench` and below.)
+
 Stable contract (users script against it):
 
 * ``milopt datasets [--json]``
