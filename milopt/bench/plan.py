@@ -119,8 +119,11 @@ def expand(cfg: dict, *, warn=True) -> list[Run]:
 
 def suite_runs(cfg, say, imports, iso, kill_for, inst, known_backends, solver_cfg, top_threads) -> list:
     """Runs of ``cfg['suite']``: every catalogue instance of the suite x every solver that
-    handles its class (``suite_solvers``, default every installed backend; ``scip-native``
-    only where the instance has indicator constraints), gap ``SUITE_GAP`` unless ``gap`` is set."""
+    declares its class and features (``Backend.supports``; ``suite_solvers``, default every
+    installed backend), gap ``SUITE_GAP`` unless ``gap`` is set.  Whether a backend can take a
+    particular instance beyond its class (a licence's size limit, a formulation it is made for)
+    is the backend's own ``skip`` hook, asked at run time: such a run is recorded as unsupported
+    with the reason."""
     from milopt.bench.library import suite
     from milopt.models import available
     from milopt.runner import expected_class
@@ -144,11 +147,8 @@ def suite_runs(cfg, say, imports, iso, kill_for, inst, known_backends, solver_cf
             backend = sc.get("backend", s)
             if backend not in known_backends or backend not in inst:
                 continue
-            if backend == "scip-native" and "INDICATOR" not in feats and "scip-native" not in (cfg.get("suite_solvers") or ()):
-                continue
             b = get_backend(backend)
-            classes = set(getattr(b, "classes", ()))
-            if cls and (cls not in classes or not feats <= classes):
+            if cls and not b.supports(cls, tuple(feats), li.formulation if b.formulations else None):
                 continue
             spec = {"kind": "solve", "formulation": li.formulation, "data": li.data, "params": dict(li.params),
                     "solver": s, "backend": backend, "options": dict(sc.get("options", {})),
