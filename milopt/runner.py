@@ -394,7 +394,6 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
     try:  # loading and building are stopped at the time limit too (the solver never starts)
         with alarm_at(None if time_limit is None else t_start + time_limit):
             model, bags, typed, build_s = build_formulation(formulation, data, params, bags)
-            size = model_size(model)
     except TimeLimitReached:
         out = expired_result(time_limit, t_start, solver).to_dict(log=False)
         out.update({"formulation": formulation, "params": dict(params or {}), "model_size": None, "data": None,
@@ -419,12 +418,15 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
         time_limit, expired = remaining_or_expired(time_limit, t_start, solver)
         if expired is not None:
             out = expired.to_dict(log=False)
-            out.update({"formulation": formulation, "params": typed, "model_size": size, "data": data_info(bags),
+            out.update({"formulation": formulation, "params": typed, "model_size": model_size(model), "data": data_info(bags),
                         "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model)})
             return out
     res = solve(model, solver, time_limit=time_limit, mip_gap=gap, threads=threads, verbose=verbose, options=options,
                 warm_start=warm_start)
     out = res.to_dict(log=False)
+    # the matrix form is extracted once, by the driver, which reports its size; backends that take
+    # the Pyomo model itself (bnb) get it measured here
+    size = out["extra"].pop("model_size", None) or model_size(model)
     out.update({"formulation": formulation, "params": typed, "model_size": size, "data": data_info(bags),
                 "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model),
                 "warm_start": bool(warm_start)})

@@ -263,6 +263,7 @@ def solve(model, solver: str = "auto", *, time_limit: float | None = None, mip_g
         load_solution(mf, raw.x)
     extra = dict(raw.extra)
     extra.setdefault("status_text", raw.status_text)
+    extra["model_size"] = mf.size()  # the size of what the solver received (callers need not extract again)
     if raw.trajectory:
         extra["trajectory"] = [(float(t), float(v)) for t, v in raw.trajectory]
     res = finish(backend.name, _safe(backend.version), cls, raw.termination, raw.x is not None, raw.objective,
