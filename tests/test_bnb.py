@@ -380,3 +380,22 @@ def test_product_branching_equals_brute_force(seed):
     assert out["termination"] == "optimal"
     assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
     assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7
+
+
+def test_incumbent_trajectory_is_reported_in_the_order_found():
+    """bnb records every improving incumbent (for the bench's primal integrals): times
+    non-decreasing, values strictly decreasing, the last one the returned objective."""
+    from milopt.data import load
+    from milopt.models import formulation
+    from milopt.numerics import standardize
+    from milopt.solvers import solve
+
+    bags = standardize(load("gen:subset?data=musk1&bags=12&seed=0"))
+    m = formulation("misvm-bigm").build(bags)
+    r = solve(m, "bnb", time_limit=60)
+    tr = r.extra["trajectory"]
+    assert tr, "no incumbent recorded"
+    ts, vs = [t for t, _ in tr], [v for _, v in tr]
+    assert all(a <= b for a, b in zip(ts, ts[1:])) and all(a > b for a, b in zip(vs, vs[1:]))
+    assert vs[-1] == pytest.approx(r.extra["mi_objective"], rel=1e-12)
+    assert ts[-1] <= r.wall_time

@@ -69,7 +69,9 @@ def _run(model, opts):
              "heuristic_seconds": out["heuristic_seconds"], "mi_objective": out["objective"],
              "incumbent_source": out["incumbent_source"], "incumbent_time": out["incumbent_time"],
              "heuristic_search_seconds": out["heuristic_search_seconds"], "mip_gap": gap,
-             "options": {k: v for k, v in o.items()}}
+             "options": {k: v for k, v in o.items()},
+             # every improving incumbent (seconds from the call's start, MI-SVM objective), as found
+             "trajectory": [(float(t), float(v)) for t, v in out.get("trajectory", ())]}
     if out["termination"] == "interrupted":
         extra["interrupted_with_solution"] = True
     if abs(obj_model - out["objective"]) > 1e-6 * max(1.0, abs(obj_model)):

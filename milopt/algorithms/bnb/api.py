@@ -107,6 +107,8 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
     if interrupted and out["termination"] != "optimal":
         out["termination"] = "interrupted"
     out["heuristic_seconds"] = heur_s
+    # incumbents on the clock of the whole call (the starts count as found when the search begins)
+    out["trajectory"] = [(heur_s + t, v) for t, v in out.get("trajectory", ())]
     out["seconds"] = time.perf_counter() - t0
     raw = eng.Kv(out["coef"]) if kernel is not None else bags.X @ out["w"]
     out["witnesses"] = eng.selection_of_raw(raw, out["b"])

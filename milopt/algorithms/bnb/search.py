@@ -349,6 +349,7 @@ class MISVMBranchAndBound:
         deadline = t0 + (float(time_limit) if time_limit is not None else math.inf)
         out_log = log if log is not None else sys.stderr
         best = {"value": math.inf, "coef": None, "w": None, "b": 0.0, "source": "", "time": None}
+        trajectory = []           # (seconds, Φ) of every improving incumbent, in the order found
         heur = {"time": 0.0}
 
         def offer(vec=None, b=None, source="", raw=None, norm2=None, ph=None, is_w=False):
@@ -366,6 +367,7 @@ class MISVMBranchAndBound:
             if val < best["value"] - 1e-12 * max(1.0, abs(val)):
                 best.update(value=val, b=bb, source=source, time=time.perf_counter() - t0,
                             coef=None if is_w else np.array(vec, dtype=float), w=np.array(vec) if is_w else None)
+                trajectory.append((best["time"], float(val)))
                 return True
             return False
 
@@ -514,7 +516,8 @@ class MISVMBranchAndBound:
                 "iterations": stats["iters"], "termination": termination, "history": history,
                 "root_bound": stats["root"], "open_nodes": len(queue), "seconds": time.perf_counter() - t0,
                 "incumbent_source": best["source"], "incumbent_time": best["time"],
-                "heuristic_search_seconds": heur["time"], "closed_nodes": stats["closed"]}
+                "heuristic_search_seconds": heur["time"], "closed_nodes": stats["closed"],
+                "trajectory": trajectory}
 
 
 def _swap_only(eng, best, offer, deadline, heur, t0):
