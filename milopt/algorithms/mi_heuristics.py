@@ -1,24 +1,8 @@
 r"""Alternating heuristics for MI-SVM and mi-SVM (Andrews et al. 2002; Kent & Yu Algorithm 1).
 
-**MI-SVM** (:func:`misvm_alternate`).  For a witness selection :math:`s` (one instance per
-positive bag) the problem is a convex SVM over the effective set
-:math:`E(s)` = all negative-bag instances + the witnesses:
-
-.. math::
-
-    P(s) = \min_{w,b,\xi}\ \tfrac12\lVert w\rVert^2 + \sum_g C_g \xi_g \quad
-    \text{s.t. } y_i(\langle w, \phi(x_i)\rangle + b) \ge 1 - \xi_{g(i)},\ i \in E(s),
-
-with one slack per negative bag (``slack="bag"``, Kent & Yu) or per negative instance
-(``slack="instance"``, Andrews).  Algorithm 1 alternates: solve :math:`P(s_t)`; set
-:math:`s_{t+1}` = the instance of largest decision value in every positive bag; stop when the
-selection no longer changes.  Writing :math:`\Phi(w, b)` for the MI-SVM objective with the best
-selection for (w, b), :math:`P(s_{t+1}) \le \Phi(w_t, b_t) \le P(s_t)`: the objective never
-increases, and there are finitely many selections, so the method stops.  The subproblem is
-solved in the dual by :class:`~milopt.algorithms.svm_dcd.GroupSVMDual` on a kernel matrix
-computed once; a witness change moves α to the new witness (warm start), so nothing is rebuilt.
-Several starts (the first from the rule ``init``, the others random, seeded) are run and the
-lowest objective kept.
+**MI-SVM** (:func:`misvm_alternate`): Andrews et al.'s alternation between the convex SVM of a
+witness selection and the selection of the highest-scoring instance per positive bag; its
+mathematics and code live, Pyomo-free, in :mod:`milopt.mil.alternation` (re-exported here).
 
 **mi-SVM** (:func:`mi_svm_alternate`).  Instance labels of positive bags are unknowns:
 alternate an instance-level SVM (libsvm through scikit-learn, precomputed kernel, per-instance

@@ -65,7 +65,7 @@ STATUS_MAP = {
     21: T.ITERATION_LIMIT,           # abort_primal_obj_limit
     22: T.ITERATION_LIMIT,           # abort_dual_obj_limit
     23: T.UNKNOWN,                   # feasible (non-convex QP solved locally)
-    24: T.OPTIMAL,                   # first_order (local optimum of a non-convex QP)
+    24: T.CONVERGED,                 # first_order (a local optimum of a non-convex QP: no proof)
     25: T.TIME_LIMIT,                # abort_dettime_limit
     101: T.OPTIMAL,                  # MIP_optimal
     102: T.OPTIMAL,                  # optimal_tolerance (within the relative / absolute gap)

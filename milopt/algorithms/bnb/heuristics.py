@@ -30,6 +30,17 @@ import numpy as np
 from milopt.segments import segment_argmax
 
 
+
+def _solve_witnesses(eng, wit, pos, deadline):
+    """The node QP of the witness selection ``wit`` (positive bags ``pos``): Φ, intercept, α,
+    dual objective, coefficients and raw scores."""
+    act = eng.base_active.copy()
+    act[wit[eng.live[pos]]] = True
+    alpha = eng.solve_selection(act, deadline)
+    D, coef, raw = eng.dual_objective(alpha)
+    val, b = eng.phi_raw(raw, float(coef @ raw))
+    return val, b, alpha, D, coef, raw
+
 def alternation_starts(bags, K, C, class_weight, restarts, seed, deadline, X):
     """Dual coefficients ``(coef = y ∘ α, b)`` from the alternating heuristic: centroid and SIL
     starts, then random starts (each its own seed) while time allows."""
@@ -95,12 +106,7 @@ def swap_search(eng, scores, deadline, max_passes=20):
     wit = segment_argmax(np.asarray(scores, dtype=float), ptr)[pos]
 
     def solve(w_):
-        act = eng.base_active.copy()
-        act[w_[eng.live[pos]]] = True
-        alpha = eng.solve_selection(act, deadline)
-        D, coef, raw = eng.dual_objective(alpha)
-        val, b = eng.phi_raw(raw, float(coef @ raw))
-        return val, b, alpha, D, coef, raw
+        return _solve_witnesses(eng, w_, pos, deadline)
 
     cur, b, alpha, D, coef, raw = solve(wit)
     best = (cur, coef, b)
@@ -158,12 +164,7 @@ def alternate_selection(eng, wit, deadline, max_iter=30):
         return _alternate_smo(eng, wit, max_iter)
 
     def solve(w_):
-        act = eng.base_active.copy()
-        act[w_[eng.live[pos]]] = True
-        alpha = eng.solve_selection(act, deadline)
-        D, coef, raw = eng.dual_objective(alpha)
-        val, b = eng.phi_raw(raw, float(coef @ raw))
-        return val, b, alpha, D, coef, raw
+        return _solve_witnesses(eng, w_, pos, deadline)
 
     r = solve(wit)
     for _ in range(max_iter):
@@ -239,8 +240,6 @@ def kick_search(eng, scores, deadline, seed=0, kick=3):
 def _smooth_objective(X, ptr, bag_of, ypos, costs, tau, delta):
     """f(θ) and ∇f for θ = (w, b): Φ with each bag's max replaced by τ·log Σ exp(s_i/τ) and the
     hinge by δ·log(1 + exp(x/δ)) (both ≥ the exact terms, → them as τ, δ → 0)."""
-    from scipy.special import expit, logsumexp  # noqa: F401
-
     d = X.shape[1]
     sgn = np.where(ypos, -1.0, 1.0)          # positive bag: 1 - M - b ; negative: 1 + M + b
 
