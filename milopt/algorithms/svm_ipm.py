@@ -114,7 +114,7 @@ def _ipm(K, y, groups, caps, tol=1e-9, max_iter=100):
         ap = min(step(alpha, da), step(s, ds))
         ad = min(step(z, dz), step(lam, dl))
         mu_aff = ((alpha + ap * da) @ (z + ad * dz) + (s + ap * ds) @ (lam + ad * dl)) / m
-        sigma = (mu_aff / mu) ** 3
+        sigma = (mu_aff / mu) ** 3 if mu > 0 else 0.0  # mu underflows to 0 with caps near 1e-308
         # corrector
         da, dz, ds, dl, dnu = newton(sigma * mu - alpha * z - da * dz, sigma * mu - s * lam - ds * dl)
         ap = 0.99 * min(step(alpha, da), step(s, ds))
