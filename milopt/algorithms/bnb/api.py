@@ -31,7 +31,8 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         MIP-style progress lines on stderr.
     **options
         The options of :data:`milopt.algorithms.bnb.options.PARAMS` (restarts, seed,
-        node_limit, tol, qp, swap, dive_every, heuristic_share, log_every, workers, batch).
+        node_limit, tol, qp, swap, dive_every, heuristic_share, log_every, workers, batch,
+        scheduler).
 
     Returns
     -------
@@ -98,7 +99,7 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
                         incumbents=[(c, b) for c, b, _ in pts], primal_incumbents=list(starts), heuristic=ls,
                         swap=o["swap"], dive_every=o["dive_every"], heuristic_share=o["heuristic_share"],
                         verbose=verbose, log_every=o["log_every"], workers=o["workers"], batch=o["batch"], log=log,
-                        start_swap=bool(starts))
+                        start_swap=bool(starts), scheduler=o["scheduler"])
     if out["w"] is None and out["coef"] is None:   # no start and no node evaluated
         out["coef"] = np.zeros(bags.n_instances)
         out["objective"], out["b"] = eng.phi_raw(np.zeros(bags.n_instances), 0.0)

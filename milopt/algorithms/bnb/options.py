@@ -3,7 +3,7 @@
 They are the ``--set`` keys of ``milopt solve misvm-bigm --solver bnb`` (beside the
 formulation's own keys) and the keyword arguments of :func:`milopt.algorithms.bnb.solve_bags`.
 """
-from milopt.params import Bool, Choice, Float, Int, ParamSet
+from milopt.params import Bool, Choice, Float, Int, ParamSet, Str
 
 PARAMS = ParamSet(
     restarts=Int(8, "starts of the MI-SVM alternating heuristic before the search (0: none)", ge=0),
@@ -26,4 +26,6 @@ PARAMS = ParamSet(
     log_every=Float(5.0, "seconds between two progress lines of --verbose", gt=0),
     workers=Int(1, "processes evaluating open nodes in parallel (1: serial)", ge=1),
     batch=Int(0, "open nodes evaluated per parallel round (0: 4 per worker)", ge=0),
+    scheduler=Str(None, "evaluate open nodes on a dask.distributed cluster: 'local' (a LocalCluster of `workers` "
+                        "processes) or a scheduler address such as tcp://host:8786 (none: forked processes)"),
 )

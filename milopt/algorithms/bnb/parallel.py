@@ -11,11 +11,25 @@ the start of the round (possibly larger than the current one), which closes fewe
 never a wrong one.  The global lower bound is still the minimum over open and closed nodes.
 A batch may evaluate nodes that the serial search would have pruned after a better incumbent,
 so node counts differ from the serial run.
+
+With ``scheduler`` (option ``scheduler``) the same batches go to a ``dask.distributed``
+cluster instead (:class:`DaskNodePool`): ``local`` starts a ``LocalCluster`` of ``workers``
+single-threaded processes on this machine for the search; any other value is the address of a
+running scheduler (``tcp://host:8786``).  The engine is sent once to every worker
+(``Client.scatter(..., broadcast=True)``), each node is one task, and the results come back in
+the order of the batch, so the master books them exactly as with forked processes: the proof
+is the same.  The deadline travels as the seconds left (monotonic clocks of other machines
+differ), and a worker thread evaluates on its own copy of the engine's mutable solver state
+(the large kernel matrix and features are shared, read only).
 """
 from __future__ import annotations
 
+import copy
+import math
 import multiprocessing as mp
 import signal
+import threading
+import time
 
 _ENGINE = None
 
@@ -35,7 +49,15 @@ def _evaluate(args):
     return _ENGINE.evaluate(node, incumbent, eps, deadline, dive)
 
 
-class NodePool:
+def NodePool(engine, workers, scheduler=None):
+    """The pool evaluating nodes of ``engine``: ``workers`` forked processes, or a
+    ``dask.distributed`` cluster when ``scheduler`` is given (``'local'`` or an address)."""
+    if scheduler:
+        return DaskNodePool(engine, workers, scheduler)
+    return ForkNodePool(engine, workers)
+
+
+class ForkNodePool:
     """``workers`` forked processes evaluating nodes of ``engine``."""
 
     def __init__(self, engine, workers):
@@ -55,3 +77,91 @@ class NodePool:
     def close(self):
         self.pool.terminate()
         self.pool.join()
+
+
+# ---------------------------------------------------------------------------- dask.distributed
+_LOCAL = threading.local()
+
+
+def _thread_engine(engine):
+    """This thread's working copy of ``engine`` (made once per engine and thread; the last one
+    is kept): the node QP state is mutated during an evaluation, so threads of one dask worker
+    must not share it; the kernel matrix and features are read only and shared."""
+    pair = getattr(_LOCAL, "pair", None)
+    if pair is None:
+        try:
+            from threadpoolctl import threadpool_limits
+
+            _LOCAL.limits = threadpool_limits(1)   # one BLAS thread per worker thread
+        except Exception:  # noqa: BLE001
+            pass
+    if pair is None or pair[0] is not engine:
+        memo = {id(a): a for a in (engine.K, engine.X, getattr(engine.smo, "K", None), getattr(engine.smo, "X", None))
+                if a is not None}
+        pair = _LOCAL.pair = (engine, copy.deepcopy(engine, memo))
+    return pair[1]
+
+
+def _evaluate_remote(engine, args):
+    node, incumbent, eps, seconds_left, dive = args
+    deadline = time.perf_counter() + seconds_left if math.isfinite(seconds_left) else math.inf
+    return _thread_engine(engine).evaluate(node, incumbent, eps, deadline, dive)
+
+
+class DaskNodePool:
+    """Nodes of ``engine`` evaluated on a ``dask.distributed`` cluster.
+
+    Parameters
+    ----------
+    engine : MISVMBranchAndBound
+    workers : int
+        Worker processes of the ``LocalCluster`` started when ``scheduler`` is ``'local'``.
+    scheduler : str
+        ``'local'`` or the address of a running scheduler.
+    """
+
+    def __init__(self, engine, workers, scheduler):
+        try:
+            from dask.distributed import Client, LocalCluster
+        except ImportError:  # pragma: no cover - dask is an optional dependency
+            from milopt.errors import SolverUnavailableError
+
+            raise SolverUnavailableError("bnb scheduler: needs dask.distributed; pip install 'milopt[dask]'") from None
+        import logging
+
+        self.cluster = None
+        if str(scheduler).lower() == "local":
+            self.cluster = LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True,
+                                        dashboard_address=":0", silence_logs=logging.ERROR)
+            self.client = Client(self.cluster)
+        else:
+            try:
+                self.client = Client(scheduler, timeout=30)
+            except (OSError, ValueError, TypeError) as exc:
+                from milopt.errors import SolverUnavailableError
+
+                raise SolverUnavailableError(f"bnb scheduler: cannot reach the dask scheduler {scheduler!r} "
+                                             f"({exc}); start one (dask scheduler) or use scheduler=local") from None
+        self.engine = self.client.scatter(engine, broadcast=True, hash=False)
+        self.futures = []
+
+    def evaluate(self, nodes, incumbent, eps, deadline, dives=None):
+        """Results of :meth:`MISVMBranchAndBound.evaluate` for ``nodes``, in order."""
+        if not nodes:
+            return []
+        dives = dives or [False] * len(nodes)
+        left = deadline - time.perf_counter() if math.isfinite(deadline) else math.inf
+        args = [(nd, incumbent, eps, left, dv) for nd, dv in zip(nodes, dives)]
+        self.futures = self.client.map(_evaluate_remote, [self.engine] * len(args), args, pure=False)
+        out = self.client.gather(self.futures)
+        self.futures = []
+        return out
+
+    def close(self):
+        try:
+            if self.futures:
+                self.client.cancel(self.futures)
+            self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()

@@ -304,7 +304,7 @@ class MISVMBranchAndBound:
     # ---------------------------------------------------------------- the search
     def solve(self, time_limit=None, mip_gap=1e-4, abs_gap=1e-9, node_limit=None, incumbents=(), primal_incumbents=(),
               heuristic=None, swap=True, dive_every=25, heuristic_share=0.3, verbose=False, log_every=5.0,
-              history_every=0.5, workers=1, batch=0, log=None, start_swap=False):
+              history_every=0.5, workers=1, batch=0, log=None, start_swap=False, scheduler=None):
         """Run the branch and bound.
 
         Parameters
@@ -335,6 +335,8 @@ class MISVMBranchAndBound:
             Progress lines (time, nodes, open, incumbent, bound, gap) on stderr every ``log_every`` s.
         workers, batch : int
             Processes evaluating open nodes in parallel (:mod:`.parallel`), nodes per round.
+        scheduler : str, optional
+            Evaluate the rounds on a dask.distributed cluster (``'local'`` or an address).
 
         Returns
         -------
@@ -471,10 +473,10 @@ class MISVMBranchAndBound:
                 offer(np.asarray(w, dtype=float), b, "start", is_w=True)
             if start_swap and swap and best["value"] < math.inf and time.perf_counter() < deadline:
                 _swap_only(self, best, offer, deadline, heur, t0)
-            if workers > 1:
+            if workers > 1 or scheduler:
                 from .parallel import NodePool
 
-                pool = NodePool(self, workers)
+                pool = NodePool(self, workers, scheduler)
             while queue:
                 if closes(queue.min_bound()):
                     break
