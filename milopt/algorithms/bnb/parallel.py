@@ -16,8 +16,8 @@ With ``scheduler`` (option ``scheduler``) the same batches go to a ``dask.distri
 cluster instead (:class:`DaskNodePool`): ``local`` starts a ``LocalCluster`` of ``workers``
 single-threaded processes on this machine for the search; any other value is the address of a
 running scheduler (``tcp://host:8786``).  The engine is sent once to every worker
-(``Client.scatter(..., broadcast=True)``), each node is one task, and the results come back in
-the order of the batch, so the master books them exactly as with forked processes: the proof
+(``Client.scatter(..., broadcast=True)``), a round is cut into one contiguous chunk of nodes per
+worker thread (one task each), and the results come back in the order of the batch, so the master books them exactly as with forked processes: the proof
 is the same.  The deadline travels as the seconds left (monotonic clocks of other machines
 differ), and a worker thread evaluates on its own copy of the engine's mutable solver state
 (the large kernel matrix and features are shared, read only).
@@ -102,10 +102,11 @@ def _thread_engine(engine):
     return pair[1]
 
 
-def _evaluate_remote(engine, args):
-    node, incumbent, eps, seconds_left, dive = args
+def _evaluate_remote(engine, chunk, incumbent, eps, seconds_left):
+    """Results of a chunk of ``(node, dive)`` pairs, in order (one dask task)."""
     deadline = time.perf_counter() + seconds_left if math.isfinite(seconds_left) else math.inf
-    return _thread_engine(engine).evaluate(node, incumbent, eps, deadline, dive)
+    eng = _thread_engine(engine)
+    return [eng.evaluate(node, incumbent, eps, deadline, dive) for node, dive in chunk]
 
 
 class DaskNodePool:
@@ -143,19 +144,26 @@ class DaskNodePool:
                 raise SolverUnavailableError(f"bnb scheduler: cannot reach the dask scheduler {scheduler!r} "
                                              f"({exc}); start one (dask scheduler) or use scheduler=local") from None
         self.engine = self.client.scatter(engine, broadcast=True, hash=False)
+        self.slots = max(1, sum(self.client.nthreads().values()))
         self.futures = []
 
     def evaluate(self, nodes, incumbent, eps, deadline, dives=None):
-        """Results of :meth:`MISVMBranchAndBound.evaluate` for ``nodes``, in order."""
+        """Results of :meth:`MISVMBranchAndBound.evaluate` for ``nodes``, in order.  The batch is
+        cut into one contiguous chunk per worker thread (one task each: a round costs one
+        scheduling per thread, not per node)."""
         if not nodes:
             return []
         dives = dives or [False] * len(nodes)
         left = deadline - time.perf_counter() if math.isfinite(deadline) else math.inf
-        args = [(nd, incumbent, eps, left, dv) for nd, dv in zip(nodes, dives)]
-        self.futures = self.client.map(_evaluate_remote, [self.engine] * len(args), args, pure=False)
+        pairs = list(zip(nodes, dives))
+        k = min(len(pairs), self.slots)
+        cuts = [len(pairs) * j // k for j in range(k + 1)]
+        chunks = [pairs[cuts[j]:cuts[j + 1]] for j in range(k)]
+        self.futures = [self.client.submit(_evaluate_remote, self.engine, c, incumbent, eps, left, pure=False)
+                        for c in chunks]
         out = self.client.gather(self.futures)
         self.futures = []
-        return out
+        return [r for part in out for r in part]
 
     def close(self):
         try:
