@@ -9,7 +9,8 @@ the search time over the first run.  Instances: ``nested:musk1:N`` (the nested M
 or any DATA spec of ``milopt`` (features standardised, C = 1, kent-yu costs).
 
 With ``--dask``, every worker count k > 1 is run a second time with the rounds evaluated on a
-``dask.distributed`` LocalCluster of k single-threaded worker processes, started by this script
+``dask.distributed`` LocalCluster of k single-threaded worker processes
+(``milopt.algorithms.bnb.parallel.local_cluster``, as ``scheduler=local`` starts), started by this script
 before the run (its start-up seconds are printed apart) and passed as the option
 ``scheduler=ADDRESS``; sending the engine to the workers counts in the search time.  The
 workers' CPU seconds are those of the cluster's processes (children of this one), read after
@@ -73,13 +74,10 @@ def main(argv=None):
         opts = dict(kv.split("=", 1) for kv in a.set)
         cluster, startup = None, None
         if sched == "local":
-            import logging
-
-            from dask.distributed import LocalCluster
+            from milopt.algorithms.bnb.parallel import local_cluster
 
             ts = time.perf_counter()
-            cluster = LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                   silence_logs=logging.ERROR)
+            cluster = local_cluster(w)
             startup = time.perf_counter() - ts
             opts["scheduler"] = cluster.scheduler_address
         elif sched:

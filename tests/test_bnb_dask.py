@@ -14,11 +14,10 @@ distributed = pytest.importorskip("dask.distributed")
 @pytest.fixture(scope="module")
 def cluster():
     """Two single-threaded worker processes (one cluster for the module: starting one takes
-    seconds)."""
-    import logging
+    seconds), as ``scheduler=local`` starts them."""
+    from milopt.algorithms.bnb.parallel import local_cluster
 
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                  silence_logs=logging.ERROR) as c:
+    with local_cluster(2) as c:
         yield c
 
 
