@@ -46,6 +46,8 @@ Usage::
     nice python benchmarks/bnb_generalisation.py --data nested:musk2:40 --time-limit 60
     nice python benchmarks/bnb_generalisation.py --data 'gen:multiclass?classes=2&bags=60&seed=1' --json
     python benchmarks/bnb_generalisation.py --data musk1 --folds 10 --only 0,1 --time-limit 20   # two folds
+    python benchmarks/bnb_generalisation.py --data musk1 --out musk1.json       # keep the document
+    python benchmarks/bnb_generalisation.py --pool musk1.json musk2.json         # paired tests over both
 """
 from __future__ import annotations
 
@@ -215,6 +217,41 @@ def summarise(rows, methods):
     return out
 
 
+def pooled(docs, proved_only=False):
+    """Paired comparison of the optimum against every other method over the folds of several
+    saved runs (``--out`` documents) together; with ``proved_only``, only the folds in which
+    bnb proved optimality."""
+    rows, methods = [], []
+    for j, d in enumerate(docs):
+        for r in d["rows"]:
+            rows.append(dict(r, fold=(j, r["fold"])))
+            if r["method"] not in methods:
+                methods.append(r["method"])
+    if proved_only:
+        keep = {r["fold"] for r in rows if r["method"] == "optimum" and r["termination"] == "optimal"}
+        rows = [r for r in rows if r["fold"] in keep]
+    return summarise(rows, methods)
+
+
+def print_pooled(paths):
+    docs = []
+    for p in paths:
+        with open(p) as fh:
+            docs.append(json.load(fh))
+    print("pooled runs: " + ", ".join(f"{d['data']} ({len({r['fold'] for r in d['rows']})} folds)" for d in docs))
+    for proved_only in (False, True):
+        s = pooled(docs, proved_only)
+        if not s.get("folds"):
+            continue
+        print(f"\n{'folds bnb proved optimal' if proved_only else 'all folds'}: {s['folds']}")
+        print("optimum vs     accuracy W/T/L, mean difference, Wilcoxon p | AUC W/T/L, mean difference, Wilcoxon p")
+        for m, p in s["paired"].items():
+            ac, au = p["accuracy"], p["auc"]
+            print(f"  vs {m:<12} {ac['wins']}/{ac['ties']}/{ac['losses']}, {ac['mean_difference']:+.3f}, p = {ac['p']:.3g} "
+                  f"| {au['wins']}/{au['ties']}/{au['losses']}, {au['mean_difference']:+.3f}, p = {au['p']:.3g}")
+    return 0
+
+
 def _pm(t, fmt):
     return "—" if t[0] is None else f"{t[0]:{fmt}} ± {t[1]:{fmt}}"
 
@@ -233,7 +270,12 @@ def main(argv=None):
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="bnb options (as milopt --set)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None, help="also write the JSON document to this file")
+    ap.add_argument("--pool", nargs="+", default=None, metavar="RUN.json",
+                    help="instead of running: the paired comparison over the folds of saved runs (--out files) "
+                         "together, all folds and the folds bnb proved")
     a = ap.parse_args(argv)
+    if a.pool:
+        return print_pooled(a.pool)
     a.methods = [m for m in a.methods.split(",") if m]
     bad = [m for m in a.methods if m not in METHODS]
     if bad:
