@@ -116,7 +116,7 @@ def local_cluster(workers):
 
     dask's nannies start their workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which fixes glibc's
     mmap threshold at 128 KiB: every node's kernel block is then a fresh mmap (page faults), and
-    node evaluation took 2.5 times the CPU seconds on MUSK1.  This cluster's workers start
+    node evaluation took 2.3 times the CPU seconds on MUSK1.  This cluster's workers start
     without it (the other settings of ``distributed.nanny.pre-spawn-environ``, one BLAS thread,
     are kept)."""
     import logging
