@@ -43,6 +43,8 @@ from .nodes import Node, NodeQueue
 DENSE_MAX = 3000
 #: node QPs by the interior-point method up to this many effective instances (else warm-started SMO)
 IPM_MAX = 400
+#: low-rank (Woodbury) interior-point Newton systems when features ≤ this share of the effective set
+LOWRANK_RATIO = 0.5
 
 
 def relative_gap(ub, lb):
@@ -128,7 +130,12 @@ class MISVMBranchAndBound:
         if qp not in ("auto", "ipm", "smo"):
             raise InvalidParameterError(f"bnb: qp must be 'auto', 'ipm' or 'smo', got {qp!r}")
         n_eff = int(base.sum()) + int(np.sum(sizes[self.pos_bags] > 1))
+        # qp='ipm' on effective sets too large for the dense method, linear kernel with fewer
+        # features than effective instances: the interior-point Newton systems by the Woodbury
+        # identity on the features (d × d), K never formed
         self.qp = ("ipm" if n_eff <= IPM_MAX and self.dense else "smo") if qp == "auto" else qp
+        self.lowrank = (self.qp == "ipm" and not self.kernel and not (n_eff <= IPM_MAX and self.dense)
+                        and self.d <= LOWRANK_RATIO * n_eff)
         self.wit0 = np.where((sizes[self.pos_bags] == 1) | dead, self.ptr[self.pos_bags], -1)
 
     # ------------------------------------------------------------- linear algebra
@@ -190,8 +197,9 @@ class MISVMBranchAndBound:
 
     def _solve_node_ipm(self, active):
         """Node QP on the effective set by the interior-point method (no warm start; near exact),
-        its multipliers projected onto the dual feasible set so that D(α) is a valid bound."""
-        from milopt.algorithms.svm_ipm import _ipm
+        its multipliers projected onto the dual feasible set so that D(α) is a valid bound.
+        Dense Newton systems, or with ``lowrank`` the Woodbury form on the features."""
+        from milopt.algorithms.svm_ipm import _ipm, _ipm_lowrank
 
         idx = np.flatnonzero(active)
         alpha = np.zeros(self.n)
@@ -199,8 +207,10 @@ class MISVMBranchAndBound:
             # one class only: Σ y α = 0 leaves α = 0 as the only dual feasible point (w = 0)
             return alpha, self.y.copy(), 0
         gi, ginv = np.unique(self.bag_of[idx], return_inverse=True)
-        Ke = self.Krows(idx, idx)
-        r = _ipm(Ke, self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
+        if self.lowrank:
+            r = _ipm_lowrank(self.X[idx], self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
+        else:
+            r = _ipm(self.Krows(idx, idx), self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
         alpha[idx] = self.project(r["alpha"], idx)
         F = self.y - self.Kv(self.y * alpha)
         return alpha, F, int(r["iterations"])
