@@ -267,8 +267,12 @@ class MISVMBranchAndBound:
         tol = self.tol
         alpha0 = node.alpha
         iters = 0
+        polish = False
         while True:
-            alpha, F, it = self._node_qp(alpha0, active, deadline, tol)
+            if polish:   # the coordinate descent from the low-rank interior point's multipliers
+                alpha, F, it = self._solve_node_smo(alpha0, active, deadline, tol)
+            else:
+                alpha, F, it = self._node_qp(alpha0, active, deadline, tol)
             iters += it
             D, coef, raw = self.dual_objective(alpha)
             nb = max(node.bound, D)
@@ -280,11 +284,14 @@ class MISVMBranchAndBound:
                         "coef": coef, "phi": ph}
             if (wit < 0).any():
                 break
-            # a leaf whose QP is not yet accurate enough to close it: tighten
-            if self.qp == "ipm" or tol <= 1e-11 or time.perf_counter() > deadline:
+            # a leaf whose QP is not yet accurate enough to close it: tighten (the low-rank
+            # interior point may stop short of the optimum: the coordinate descent finishes it)
+            if (self.qp == "ipm" and not self.lowrank) or tol <= 1e-11 or time.perf_counter() > deadline:
                 return {"action": "close", "bound": nb, "iterations": iters, "raw": raw, "norm2": norm2,
                         "coef": coef, "phi": ph}
-            tol *= 0.01
+            if polish:
+                tol *= 0.01
+            polish = True
             alpha0 = alpha
         # branch: look-ahead gains of every instance of every unresolved bag
         unres = np.flatnonzero(wit < 0)
