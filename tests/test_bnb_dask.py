@@ -41,7 +41,6 @@ def test_dask_equals_brute_force_and_serial(cluster, seed):
     assert phi == pytest.approx(out["objective"], rel=1e-7, abs=1e-9)
 
 
-@pytest.mark.slow
 def test_dask_bound_valid_when_stopped_early(cluster):
     """Stopped after a few rounds: the bound never exceeds the optimum, the incumbent never
     falls below it."""
@@ -102,7 +101,6 @@ def test_dask_threads_share_no_solver_state():
     assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
 
 
-@pytest.mark.slow
 def test_dask_local_cluster_option():
     """``scheduler=local`` starts (and stops) its own LocalCluster of ``workers`` processes."""
     bags = tiny(22, n_pos=4)

@@ -29,7 +29,6 @@ def test_paired_counts_and_wilcoxon(study):
     assert study.paired([0.5, 0.7], [0.5, 0.7])["p"] == 1.0             # all ties
 
 
-@pytest.mark.slow
 def test_small_cross_validation(study, tmp_path, capsys):
     """Three folds of a small generated set: bnb proves every fold, its Φ is never above a
     heuristic's, the summary and the pooled comparison agree with the rows."""
