@@ -44,8 +44,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.io._common import (as_bytes, assemble, check_form, column_names, header_lines, num,
-                               num_field, num_strings, rows_as_written, sos_names)
+from milopt.io._common import (as_bytes, assemble, check_form, column_kinds, column_names, header_lines, num,
+                               num_field, num_strings, row_senses, rows_as_written, sos_names)
 
 __all__ = ["lp_chunks"]
 
@@ -71,18 +71,12 @@ def _terms(rowptr, cols, vals, colS, n_rows):
     return blob, offs[rowptr]
 
 
-def _rhs_text(lo, hi):
-    """`` <= u`` / `` >= l`` / `` = v`` of each row (rows with two finite, different bounds are
-    split before this point)."""
-    out = []
-    for a, b in zip(num_strings_or_none(lo), num_strings_or_none(hi)):
-        if a is not None and b is not None and a == b:
-            out.append(f" = {a}\n")
-        elif a is not None:
-            out.append(f" >= {a}\n")
-        else:
-            out.append(f" <= {b}\n")
-    return out
+def _rhs_text(lo, hi) -> list:
+    """`` <= u`` / `` >= l`` / `` = v`` of each row (:func:`~milopt.io._common.row_senses`; rows
+    with two finite, different bounds are split before this point)."""
+    typ, rhs, _ = row_senses(np.asarray(lo, float), np.asarray(hi, float))
+    op = {b"E": " = ", b"G": " >= ", b"L": " <= "}
+    return [f"{op[t]}{v}\n" for t, v in zip(typ.tolist(), num_strings(rhs))]
 
 
 def num_strings_or_none(v):
@@ -183,24 +177,22 @@ def lp_chunks(mf) -> list:
         pieces.append(tails[r].encode("ascii"))
     out.append(b"".join(pieces))
 
-    # ---- bounds
-    flo, fhi = np.isfinite(lb), np.isfinite(ub)
-    fixed = flo & fhi & (lb == ub)
-    binary = integ & ~fixed & (lb == 0) & (ub == 1)
-    lines = []
+    # ---- bounds (:func:`~milopt.io._common.column_kinds`, as the MPS writer)
+    k = column_kinds(lb, ub, integ)
+    flo, fhi, fixed, binary = k.flo, k.fhi, k.fixed, k.binary
     lbs, ubs = num_strings_or_none(lb), num_strings_or_none(ub)
-    for j in np.flatnonzero(~binary & ~(flo & (lb == 0) & ~fhi)).tolist():
-        nm = cols[j]
-        if fixed[j]:
-            lines.append(f" {nm} = {lbs[j]}")
-        elif not flo[j] and not fhi[j]:
-            lines.append(f" {nm} free")
-        elif not flo[j]:
-            lines.append(f" -inf <= {nm} <= {ubs[j]}")
-        elif fhi[j]:
-            lines.append(f" {lbs[j]} <= {nm} <= {ubs[j]}")
-        else:
-            lines.append(f" {nm} >= {lbs[j]}")
+    line = {}
+    for j in np.flatnonzero(fixed).tolist():
+        line[j] = f" {cols[j]} = {lbs[j]}"
+    for j in np.flatnonzero(k.free).tolist():
+        line[j] = f" {cols[j]} free"
+    for j in np.flatnonzero(~flo & fhi).tolist():
+        line[j] = f" -inf <= {cols[j]} <= {ubs[j]}"
+    for j in np.flatnonzero(flo & fhi & ~fixed & ~binary).tolist():
+        line[j] = f" {lbs[j]} <= {cols[j]} <= {ubs[j]}"
+    for j in np.flatnonzero(flo & ~fhi & (lb != 0)).tolist():
+        line[j] = f" {cols[j]} >= {lbs[j]}"
+    lines = [line[j] for j in sorted(line)]
     if mf.c0 != 0:
         lines.append(f" {CONSTANT} = 1")
     if lines:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.io._common import (INF, as_bytes, assemble, check_form, column_names, header_lines,
+from milopt.io._common import (as_bytes, assemble, check_form, column_kinds, column_names, header_lines, row_senses,
                                num, num_bytes, num_field, num_strings, rows_as_written,
                                sos_names)
 
@@ -42,48 +42,10 @@ _MARK_END = b"    MARKER 'MARKER' 'INTEND'\n"
 _MAX_RUNS = 64
 
 
-def _row_types(lo, hi):
-    """Type letter, right-hand side and range of each written row (range NaN when none)."""
-    m = lo.size
-    typ = np.full(m, b"N", dtype="S1")
-    rhs = np.zeros(m)
-    rng = np.full(m, np.nan)
-    flo, fhi = np.isfinite(lo), np.isfinite(hi)
-    eq = flo & fhi & (lo == hi)
-    ge = flo & ~fhi
-    le = ~flo & fhi
-    both = flo & fhi & (lo < hi)
-    typ[eq], rhs[eq] = b"E", lo[eq]
-    typ[ge], rhs[ge] = b"G", lo[ge]
-    typ[le], rhs[le] = b"L", hi[le]
-    if both.any():
-        # a G row [rhs, rhs + R] with rhs = lo, or an L row [rhs - R, rhs] with rhs = hi; R is
-        # hi - lo or one of its neighbouring doubles, whichever makes the far bound read back exactly
-        k = np.flatnonzero(both)
-        l, h = lo[k], hi[k]
-        w0 = h - l
-        r_g = np.full(k.size, np.nan)
-        r_l = np.full(k.size, np.nan)
-        for w in (w0, np.nextafter(w0, INF), np.nextafter(w0, 0), np.nextafter(np.nextafter(w0, INF), INF),
-                  np.nextafter(np.nextafter(w0, 0), 0)):
-            ok = np.isnan(r_g) & (l + w == h) & (w > 0)
-            r_g[ok] = w[ok]
-            ok = np.isnan(r_l) & (h - w == l) & (w > 0)
-            r_l[ok] = w[ok]
-        use_l = np.isnan(r_g) & ~np.isnan(r_l)
-        typ[k] = np.where(use_l, b"L", b"G")
-        rhs[k] = np.where(use_l, h, l)
-        rng[k] = np.where(use_l, r_l, np.where(np.isnan(r_g), w0, r_g))
-    return typ, rhs, rng
-
-
 def _bounds(lb, ub, integ, colS):
     """The BOUNDS section as bytes (vectorised over columns)."""
-    n = lb.size
-    flo, fhi = np.isfinite(lb), np.isfinite(ub)
-    fixed = flo & fhi & (lb == ub)
-    binary = integ & ~fixed & (lb == 0) & (ub == 1)
-    free = ~flo & ~fhi
+    k = column_kinds(lb, ub, integ)
+    flo, fhi, fixed, binary, free = k.flo, k.fhi, k.fixed, k.binary, k.free
     rest = ~fixed & ~binary & ~free
     recs = []   # (column indices, order within the column, type, values or None)
     j = np.flatnonzero(fixed)
@@ -142,7 +104,7 @@ def mps_chunks(mf, name: str = "milopt") -> list:
     head += ["ROWS", f" N {rows.obj_name}"]
     out.append(("\n".join(head) + "\n").encode("ascii"))
 
-    typ, rhs, rng = _row_types(rows.lo, rows.hi)
+    typ, rhs, rng = row_senses(rows.lo, rows.hi)
     m = typ.size
     blob, _ = assemble([b" ", typ, b" ", rowS[1:], b"\n"], m)
     out.append(blob)
