@@ -259,6 +259,15 @@ def probe_once(key: str, probe) -> bool:
         return _PROBES[key]
 
 
+def licence_skip(message: str | None, key: str, probe) -> tuple[bool, str]:
+    """A backend's ``skip``: ``(True, message)`` when ``message`` (the instance's excess over the
+    size-limited licence, None when within it) applies because that licence is the installed
+    one (:func:`probe_once`); a full licence takes everything."""
+    if message is not None and probe_once(key, probe):
+        return True, message
+    return False, ""
+
+
 def _n(v: int) -> str:
     return f"{int(v):,}"
 

@@ -44,9 +44,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.solvers._commercial import (Deadline, Incumbents, csr_rows, error_result, finite, integer_codes, is_mip,
-                                        licence_message, native_rows, one_line, one_sided, one_sided_rows,
-                                        priority_columns, probe_once, quiet_output, ranged_rows, set_native,
-                                        start_pairs)
+                                        licence_message, licence_skip, native_rows, one_line, one_sided, one_sided_rows,
+                                        priority_columns, quiet_output, ranged_rows, set_native, start_pairs)
 from milopt.solvers.backend import Backend, RawResult
 from milopt.solvers.result import Termination as T
 
@@ -155,11 +154,8 @@ def skip(mf, opts) -> tuple[bool, str]:
     """Refuse, before building, an instance over the Community Edition's limits when that is the
     installed edition (probed once); a full edition takes everything."""
     cols, rows = native_size(mf)
-    if cols <= COMMUNITY_VARIABLES and rows <= COMMUNITY_CONSTRAINTS:
-        return False, ""
-    if probe_once("cplex", _probe_community):
-        return True, _limit_message(mf)
-    return False, ""
+    over = cols > COMMUNITY_VARIABLES or rows > COMMUNITY_CONSTRAINTS
+    return licence_skip(_limit_message(mf) if over else None, "cplex", _probe_community)
 
 
 class _Candidates:

@@ -39,8 +39,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.solvers._commercial import (Deadline, Incumbents, error_result, integer_codes, is_mip, licence_message,
-                                        native_rows, one_line, one_sided, one_sided_rows, priority_columns,
-                                        probe_once, quiet_output, row_kinds, set_native)
+                                        licence_skip, native_rows, one_line, one_sided, one_sided_rows,
+                                        priority_columns, quiet_output, row_kinds, set_native)
 from milopt.solvers.backend import Backend, RawResult
 from milopt.solvers.result import Termination as T
 
@@ -131,12 +131,7 @@ def _over(mf) -> str | None:
 def skip(mf, opts) -> tuple[bool, str]:
     """Refuse, before building, an instance over the size-limited licence when that is the
     installed licence (probed once); a full licence takes everything."""
-    msg = _over(mf)
-    if msg is None:
-        return False, ""
-    if probe_once("gurobi", _probe_restricted):
-        return True, msg
-    return False, ""
+    return licence_skip(_over(mf), "gurobi", _probe_restricted)
 
 
 def _inf(v, big):

@@ -44,8 +44,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.solvers._commercial import (Deadline, Incumbents, error_result, finite, integer_codes, is_mip,
-                                        licence_message, native_rows, one_line, one_sided_rows, priority_columns,
-                                        probe_once, quiet_output, ranged_rows, set_native, start_pairs)
+                                        licence_message, licence_skip, native_rows, one_line, one_sided_rows,
+                                        priority_columns, quiet_output, ranged_rows, set_native, start_pairs)
 from milopt.solvers.backend import Backend, RawResult
 from milopt.solvers.result import Termination as T
 
@@ -151,12 +151,7 @@ def _over(mf) -> str | None:
 def skip(mf, opts) -> tuple[bool, str]:
     """Refuse, before loading, an instance over the Community licence when that is the installed
     licence (probed once); a full licence takes everything."""
-    msg = _over(mf)
-    if msg is None:
-        return False, ""
-    if probe_once("xpress", _probe_community):
-        return True, msg
-    return False, ""
+    return licence_skip(_over(mf), "xpress", _probe_community)
 
 
 def _load(p, mf) -> None:
