@@ -87,7 +87,6 @@ def _bounds(lb, ub, integ, colS):
 def mps_chunks(mf, name: str = "milopt") -> list:
     """The MPS file of ``mf`` as a list of ``bytes`` chunks (see the module docstring)."""
     check_form(mf)
-    n = mf.n_cols
     cols = column_names(mf)
     rows = rows_as_written(mf, split_linear_ranges=False)
     colS = as_bytes(cols)
@@ -109,9 +108,59 @@ def mps_chunks(mf, name: str = "milopt") -> list:
     blob, _ = assemble([b" ", typ, b" ", rowS[1:], b"\n"], m)
     out.append(blob)
 
+    out += _columns(rows.B, c, integ, colS, rowS)
+
+    # ---- RHS and RANGES
+    out.append(b"RHS\n")
+    if mf.c0 != 0:
+        out.append(f"    RHS {rows.obj_name} {num(-float(mf.c0))}\n".encode("ascii"))
+    k = np.flatnonzero((typ != b"N") & (rhs != 0))
+    blob, _ = assemble([b"    RHS ", rowS[k + 1], b" ", num_bytes(rhs[k]), b"\n"], k.size)
+    out.append(blob)
+    k = np.flatnonzero(~np.isnan(rng))
+    if k.size:
+        out.append(b"RANGES\n")
+        blob, _ = assemble([b"    RNG ", rowS[k + 1], b" ", num_bytes(rng[k]), b"\n"], k.size)
+        out.append(blob)
+
+    # ---- BOUNDS
+    bounds = _bounds(lb, ub, integ, colS)
+    if bounds:
+        out += [b"BOUNDS\n", bounds]
+
+    # ---- SOS
+    if mf.sos:
+        lines = ["SOS"]
+        for s, sn in zip(mf.sos, sos_names(mf, rows)):
+            lines.append(f" S{int(s.level)} {sn}")
+            idx = np.asarray(s.idx, dtype=np.int64)
+            for j, w in zip(idx.tolist(), num_strings_of(s.weights, idx.size)):
+                lines.append(f"    {cols[j]} {w}")
+        out.append(("\n".join(lines) + "\n").encode("ascii"))
+
+    out += _quadratic(mf, rows, colS)
+
+    # ---- INDICATORS
+    k = np.flatnonzero(rows.kind == 2)
+    if k.size:
+        src = rows.src[k]
+        zb = np.asarray(mf.ind_binary, np.int64)[src]
+        act = np.asarray(mf.ind_active, np.int64)[src]
+        out.append(b"INDICATORS\n")
+        blob, _ = assemble([b" IF ", rowS[k + 1], b" ", colS[zb], b" ", np.where(act == 1, b"1", b"0").astype("S1"),
+                            b"\n"], k.size)
+        out.append(blob)
+    out.append(b"ENDATA\n")
+    return out
+
+
+def _columns(B, c, integ, colS, rowS) -> list:
+    """The COLUMNS section: per column its objective entry first (an explicit 0 for a column
+    with no other entry), then its rows; runs of integer columns between ``MARKER`` lines."""
     # ---- COLUMNS: objective entry first (explicit 0 for a column with no other entry)
-    out.append(b"COLUMNS\n")
-    Bc = sp.csc_matrix(rows.B)
+    n = c.size
+    out = [b"COLUMNS\n"]
+    Bc = sp.csc_matrix(B)
     Bc.sort_indices()
     counts = np.diff(Bc.indptr)
     has_obj = (c != 0) | (counts == 0)
@@ -145,35 +194,14 @@ def mps_chunks(mf, name: str = "milopt") -> list:
             out += [blob[prev:s0], _MARK_ORG, blob[s0:e0], _MARK_END]
             prev = e0
         out.append(blob[prev:])
+    return out
 
-    # ---- RHS and RANGES
-    out.append(b"RHS\n")
-    if mf.c0 != 0:
-        out.append(f"    RHS {rows.obj_name} {num(-float(mf.c0))}\n".encode("ascii"))
-    k = np.flatnonzero((typ != b"N") & (rhs != 0))
-    blob, _ = assemble([b"    RHS ", rowS[k + 1], b" ", num_bytes(rhs[k]), b"\n"], k.size)
-    out.append(blob)
-    k = np.flatnonzero(~np.isnan(rng))
-    if k.size:
-        out.append(b"RANGES\n")
-        blob, _ = assemble([b"    RNG ", rowS[k + 1], b" ", num_bytes(rng[k]), b"\n"], k.size)
-        out.append(blob)
 
-    # ---- BOUNDS
-    bounds = _bounds(lb, ub, integ, colS)
-    if bounds:
-        out += [b"BOUNDS\n", bounds]
-
-    # ---- SOS
-    if mf.sos:
-        lines = ["SOS"]
-        for s, sn in zip(mf.sos, sos_names(mf, rows)):
-            lines.append(f" S{int(s.level)} {sn}")
-            idx = np.asarray(s.idx, dtype=np.int64)
-            for j, w in zip(idx.tolist(), num_strings_of(s.weights, idx.size)):
-                lines.append(f"    {cols[j]} {w}")
-        out.append(("\n".join(lines) + "\n").encode("ascii"))
-
+def _quadratic(mf, rows, colS) -> list:
+    """The QUADOBJ section (lower triangle of Q, column by column) and one QCMATRIX per written
+    quadratic row (symmetric, no 1/2)."""
+    n = mf.n_cols
+    out = []
     # ---- QUADOBJ: lower triangle, column by column
     if mf.has_quadratic_objective():
         L = sp.tril(sp.csc_matrix(mf.Q), format="csc")
@@ -204,18 +232,6 @@ def mps_chunks(mf, name: str = "milopt") -> list:
         blob, _ = assemble([b"    ", colS[pc], b" ", colS[P.indices], b" ", num_bytes(P.data), b"\n"],
                            P.nnz)
         out.append(blob)
-
-    # ---- INDICATORS
-    k = np.flatnonzero(rows.kind == 2)
-    if k.size:
-        src = rows.src[k]
-        zb = np.asarray(mf.ind_binary, np.int64)[src]
-        act = np.asarray(mf.ind_active, np.int64)[src]
-        out.append(b"INDICATORS\n")
-        blob, _ = assemble([b" IF ", rowS[k + 1], b" ", colS[zb], b" ", np.where(act == 1, b"1", b"0").astype("S1"),
-                            b"\n"], k.size)
-        out.append(blob)
-    out.append(b"ENDATA\n")
     return out
 
 
