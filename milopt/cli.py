@@ -20,6 +20,8 @@ DATA is a shipped name (``musk1``, ``musk2``), a path to a headerless MIL CSV, o
 coordinates; ``--set scale=false`` turns off feature standardisation (fitted on training
 folds only).  Errors exit with status 2 and one line naming the problem.
 """
+# size: one module for the whole public command: a function per subcommand (cmd_*), the argparse
+# tree and the output helpers they share; the work itself is in milopt.runner, milopt.bench, milopt.study
 from __future__ import annotations
 
 import argparse
