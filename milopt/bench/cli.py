@@ -14,7 +14,7 @@ def _print_json(obj) -> None:
 def _summary_text(rep: dict) -> str:
     import pandas as pd
 
-    from milopt.bench.report import markdown_table
+    from milopt.bench.report_tables import markdown_table
 
     t = pd.read_csv(rep["files"]["summary_csv"])
     text = markdown_table(t.dropna(axis=1, how="all"))

@@ -41,15 +41,10 @@ from milopt.errors import InvalidParameterError
 
 from milopt.bench.runs import _STR_COLS, load_runs
 from milopt.bench.solu import read_solu, read_solu_full, write_solu
-# The public functions of the report live in two modules and are importable from here
-# (``from milopt.bench.report import summary_table, plot_profile, ...``).
-from milopt.bench.report_tables import (OPT_GAP, SHIFT, capped_gaps, charged_times, class_sgm_table,  # noqa: F401
-                                        class_table, fit_quality_table, instance_table, markdown_table,
-                                        performance_profile, performance_ratios, primal_integrals,
-                                        shifted_geomean, solu_entries, solved_mask, summary_table, time_matrix,
-                                        virtual_best, _assessed, _cell, _labels, _pm, _trajectory)
-from milopt.bench.report_plots import (COLOURS, LINESTYLES, MARKERS, _plt, contender_style,  # noqa: F401
-                                       plot_gap_over_time, plot_gaps, plot_profile)
+from milopt.bench.report_tables import (SHIFT, class_sgm_table, class_table, fit_quality_table, instance_table,
+                                        markdown_table, performance_profile, primal_integrals, solu_entries,
+                                        summary_table, time_matrix, _labels)
+from milopt.bench.report_plots import plot_gap_over_time, plot_gaps, plot_profile
 
 
 def load_tables(sources, external=(), time_limit=None) -> pd.DataFrame:
