@@ -344,10 +344,9 @@ def cmd_solve(args) -> int:
             raise InvalidParameterError(f"--time-limit {args.time_limit:g} and --set time_limit={tl} disagree; "
                                         "give one of them")
         args.time_limit = tl
-    if args.time_limit is not None and not args.time_limit > 0:
-        from milopt.errors import InvalidParameterError
+    from milopt.params import parse_seconds
 
-        raise InvalidParameterError(f"--time-limit {args.time_limit:g}: expected seconds > 0")
+    args.time_limit = parse_seconds("--time-limit", args.time_limit)  # the one check of a time limit
     res = run_solve(args.formulation, args.data, args.solver, time_limit=args.time_limit, gap=args.gap,
                     params=params, threads=args.threads, verbose=args.verbose,
                     warm_start=args.warm_start)

@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from milopt.solvers._commercial import (Deadline, Incumbents, csr_rows, error_result, finite, integer_codes, is_mip,
                                         licence_message, licence_skip, native_rows, one_line, one_sided, one_sided_rows,
                                         priority_columns, quiet_output, ranged_rows, set_native, start_pairs)
-from milopt.solvers.backend import Backend, RawResult
+from milopt.solvers.backend import Backend, RawResult, map_status
 from milopt.solvers.result import Termination as T
 
 #: CPLEX solution status codes (CPX_STAT_*, CPXMIP_*) → Termination
@@ -310,7 +310,7 @@ def solve_matrix(mf, opts) -> RawResult:
 def _result(c, mf, extra: dict, incumbents: Incumbents) -> RawResult:
     sol = c.solution
     status = int(sol.get_status())
-    term = STATUS_MAP.get(status, T.UNKNOWN)
+    term = map_status(STATUS_MAP, status)
     has = sol.get_solution_type() != sol.type.none and bool(sol.is_primal_feasible())
     x = np.asarray(sol.get_values(), dtype=float) if has else None
     obj = float(sol.get_objective_value()) if has else None

@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from milopt.solvers._commercial import (Deadline, Incumbents, error_result, integer_codes, is_mip, licence_message,
                                         licence_skip, native_rows, one_line, one_sided, one_sided_rows,
                                         priority_columns, quiet_output, row_kinds, set_native)
-from milopt.solvers.backend import Backend, RawResult
+from milopt.solvers.backend import Backend, RawResult, map_status
 from milopt.solvers.result import Termination as T
 
 #: Gurobi optimisation status codes (GRB.Status) → Termination
@@ -268,7 +268,7 @@ def _result(m, x, extra, incumbents) -> RawResult:
     from gurobipy import GRB
 
     status = int(m.Status)
-    term = STATUS_MAP.get(status, T.UNKNOWN)
+    term = map_status(STATUS_MAP, status)
     has = int(m.SolCount) > 0
     xv = np.asarray(x.X, dtype=float) if has else None
     obj = float(m.ObjVal) if has else None

@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from milopt.solvers._commercial import (Deadline, Incumbents, error_result, finite, integer_codes, is_mip,
                                         licence_message, licence_skip, native_rows, one_line, one_sided_rows,
                                         priority_columns, quiet_output, ranged_rows, set_native, start_pairs)
-from milopt.solvers.backend import Backend, RawResult
+from milopt.solvers.backend import Backend, RawResult, map_status
 from milopt.solvers.result import Termination as T
 
 #: Xpress outcome → Termination.  A finished solve is keyed by ("completed", SOLSTATUS:
@@ -337,11 +337,11 @@ def _result(p, mf, solvestatus: int, solstatus: int, extra: dict, incumbents) ->
     stop = int(a.stopstatus)
     how = _SOLVESTATUS.get(solvestatus, "failed")
     if how == "completed":
-        term = STATUS_MAP.get((how, solstatus), T.UNKNOWN)
+        term = map_status(STATUS_MAP, (how, solstatus))
     elif how == "failed":
         term = T.ERROR
     else:
-        term = STATUS_MAP.get(("stopped", stop), T.UNKNOWN)
+        term = map_status(STATUS_MAP, ("stopped", stop))
     has = solstatus in (1, 2)
     x = np.asarray(p.getSolution(), dtype=float) if has else None
     obj = float(a.objval) if has else None
