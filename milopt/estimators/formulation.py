@@ -112,7 +112,7 @@ class FormulationClassifier(MILClassifier):
         point, extra = self._start(bags, typed) if self.warm_start else (None, {})
         run = build_and_solve(form, bags, typed, self.solver, time_limit=self.time_limit, t_start=t_start,
                               warm_start=bool(self.warm_start), point=point, build_kw=extra, mip_gap=self.mip_gap,
-                              threads=self.threads)
+                              threads=self.threads, refuse_early=False)
         model, res = run.model, run.result
         if res.ok:
             self.solution_ = form.decode(model)

@@ -90,7 +90,7 @@ def build_and_solve(form, bags, params: dict, solver: str = "auto", *, time_limi
                     t_start: float | None = None, warm_start: bool | None = None, point=None,
                     build_kw: dict | None = None, interrupt: bool = False, mip_gap: float | None = None,
                     threads: int | None = None, verbose: bool = False, options: dict | None = None,
-                    before_solve: Callable | None = None) -> Staged:
+                    before_solve: Callable | None = None, refuse_early: bool = True) -> Staged:
     """Build ``form`` on ``bags``, start, budget and solve it (see the module docstring).
 
     Parameters
@@ -102,8 +102,9 @@ def build_and_solve(form, bags, params: dict, solver: str = "auto", *, time_limi
     params : dict
         The formulation's typed parameters (:meth:`Formulation.validate`).
     solver : str
-        Backend name or ``auto``; a named backend that cannot take the built model is refused
-        before the start is computed.
+        Backend name or ``auto``; with ``refuse_early``, a named backend that cannot take the
+        built model is refused before the start is computed (the driver refuses it anyway,
+        from the matrix form, before solving).
     time_limit : float, optional
         T in seconds, counted from ``t_start`` (default: now).
     warm_start, point
@@ -139,7 +140,7 @@ def build_and_solve(form, bags, params: dict, solver: str = "auto", *, time_limi
         return Staged(None, None, expired_result(time_limit, t_start, solver), time.perf_counter() - t_start,
                       stage="build")
     cls = None
-    if solver != "auto":
+    if solver != "auto" and refuse_early:
         cls, feats = classify(model)
         check_supported(get_backend(solver), cls, feats, form.name)
     started, start_s = apply_start(form, model, warm_start, point)
