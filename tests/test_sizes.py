@@ -20,6 +20,9 @@ HEAD_LINES = 40
 
 #: ``path::qualified name`` -> why the function stays one function
 LONG_FUNCTIONS = {
+    "milopt/algorithms/bnb/api.py::solve_bags":
+        "the branch-and-bound entry point: options, starts, the search and the result record in the order "
+        "they happen, one time budget across them",
     "milopt/algorithms/bnb/search.py::MISVMBranchAndBound.solve":
         "the node loop of the branch and bound: queue, incumbent, bounds and budget are state every step "
         "reads and writes; node evaluation, branching and heuristics are functions of their own modules",
