@@ -134,8 +134,9 @@ def _load_gram(gram, n: int) -> np.ndarray:
         try:
             K = np.load(gram, allow_pickle=False)
         except (OSError, ValueError) as exc:
-            raise InvalidParameterError(f"gram: cannot read {gram!r} as a .npy array ({exc}); save it with numpy.save") \
-                from None
+            shown = gram if len(gram) <= 80 else gram[:77] + "..."
+            raise InvalidParameterError(f"gram: cannot read {shown!r} as a .npy array ({type(exc).__name__}); save "
+                                        "the matrix with numpy.save") from None
     else:
         K = gram
     K = np.asarray(K, dtype=float)
