@@ -1,6 +1,7 @@
-r"""Kernel MI-SVM as a big-M mixed-integer QP in the representer form (Andrews et al. 2002; Kent & Yu, eq. 5).
+r"""Kernel MI-SVM as a big-M mixed-integer QP in the representer form (Andrews et al. 2002; Kent & Yu, eqs. 1 and 5).
 
-MI-SVM (Andrews, Tsochantaridis & Hofmann, NIPS 2002, eq. 6 with bag slacks) with a kernel
+MI-SVM (Andrews, Tsochantaridis & Hofmann, NIPS 2002; with one slack per bag as in Kent & Yu's
+problem (1), the non-convex SVM in a feature space) with a kernel
 :math:`K(x, x') = \langle\phi(x), \phi(x')\rangle` seeks :math:`f(x) = \langle w, \phi(x)\rangle + b`
 in the feature space of K.  By the representer theorem an optimal w lies in the span of the
 training instances, :math:`w = \sum_j \beta_j \phi(z_j)`, so that
@@ -20,7 +21,9 @@ The objective's Hessian is the Gram matrix K (positive semidefinite, so the cont
 relaxation is a convex QP); it is held as a matrix (:func:`models._linear.add_quadratic_objective`),
 so export writes the ``β`` block of the QUADOBJ section straight from K.  The margin rows are
 dense in β (row i holds the row i of K).  With the linear kernel :math:`K = ZZ^\top` the model
-has the optimum of ``misvm-bigm`` (w = Zᵀβ).
+has the optimum of ``misvm-bigm`` (w = Zᵀβ).  (Kent & Yu note that eq. 5 cannot take a kernel whose
+feature map is not a finite vector and approximate the map by Nyström features; the representer
+form needs no approximation, at the price of n dense margin rows and an n × n Hessian.)
 
 **Equivalence.**  Every (β, b) gives the point :math:`w = \sum_j \beta_j\phi(z_j)` of the
 feature-space problem with the same scores and the same norm.  Conversely, writing
