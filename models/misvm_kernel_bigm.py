@@ -50,6 +50,19 @@ feature-space distance from :math:`z_i` to an instance of its bag, computed exac
 bag's block of K) keeps every solution of objective at most F feasible, among them every
 optimum.  For the RBF kernel :math:`d_K \le \sqrt2`, so :math:`L \le 2\sqrt{F}`.
 
+**Two forms of the same model** (``form``).  ``matrix`` (default) is the model above: the
+variables β, dense margin rows K and the Hessian K (the QUADOBJ section of an export is the
+upper triangle of K).  ``factor`` writes K through its eigen-decomposition
+:math:`K = V\Lambda V^\top` as :math:`K = \Phi\Phi^\top` with :math:`\Phi = V_r\Lambda_r^{1/2}`
+(the r eigenvalues above :math:`10^{-12}\lambda_{\max}`; the empirical kernel map) and uses
+:math:`u = \Phi^\top\beta \in \mathbb{R}^r` as variables: scores :math:`\Phi u + b`, objective
+:math:`\tfrac12\lVert u\rVert^2 + \sum_I C_I\xi_I` -- the linear model ``misvm-bigm`` on the
+features Φ, with the same valid big-M.  The two have the same optimum up to the dropped
+eigenvalues (every score changes by at most :math:`10^{-12}\lambda_{\max}\lVert\beta\rVert^2`
+in the square); β is recovered as :math:`\beta = V_r\Lambda_r^{-1/2}u`.  Solvers that handle a
+diagonal Hessian better than a dense one (SCIP) prove the factor form much faster
+(docs/misvm_kernel_bigm.md).
+
 **Kernels** (``kernel``): ``linear`` :math:`x^\top x'`; ``rbf``
 :math:`\exp(-\gamma\lVert x - x'\rVert^2)`; ``poly`` :math:`(\gamma\, x^\top x' + c_0)^{p}`
 (``degree`` p, ``coef0`` :math:`c_0 \ge 0`); γ defaults to 1 / n_features (``gamma=auto``);
@@ -76,6 +89,9 @@ from milopt.params import Bool, Choice, Float, Int, ParamSet, Str, parse_bool
 from milopt.segments import segment_argmax, segment_max
 
 KERNELS = ("linear", "rbf", "poly", "precomputed")
+FORMS = ("matrix", "factor")
+#: eigenvalues of K below this share of the largest are dropped by form="factor"
+FACTOR_RTOL = 1e-12
 
 #: keys accepted from the command line (milopt.params)
 PARAMS = ParamSet(
@@ -87,6 +103,8 @@ PARAMS = ParamSet(
     degree=Int(2, "degree of the poly kernel", ge=1),
     coef0=Float(1.0, "constant of the poly kernel (>= 0 keeps it positive semidefinite)", ge=0),
     gram=Str(None, "kernel=precomputed: a .npy file holding the (n, n) Gram matrix of the instances in data order"),
+    form=Choice("matrix", FORMS, "matrix (variables beta, Hessian K) | factor (u = Phi' beta with K = Phi Phi', "
+                "Hessian I: misvm-bigm on the empirical kernel map)"),
     big_m=Float("valid", "valid (provable, per instance: sqrt(2F) x largest feature-space distance in the bag) "
                 "| a number", gt=0, choices=("valid",)),
     warm_start=Bool(True, "start from the kernel MI-SVM alternation; its objective F tightens the big-M "
@@ -184,6 +202,18 @@ def kernel_big_m(K: np.ndarray, bag_ptr: np.ndarray, F: float) -> np.ndarray:
     return np.sqrt(2.0 * max(float(F), 0.0)) * out
 
 
+def kernel_factor(K: np.ndarray):
+    """(Φ, λ): K ≈ ΦΦᵀ with Φ = V_r Λ_r^{1/2} over the eigenvalues above ``FACTOR_RTOL`` · λ_max."""
+    lam, V = np.linalg.eigh(K)
+    top = max(float(lam[-1]), 0.0)
+    keep = lam > FACTOR_RTOL * top if top > 0 else np.zeros(lam.size, dtype=bool)
+    if not keep.any():
+        keep[-1] = True
+        lam = np.maximum(lam, 1.0)          # K = 0: one dummy column (scores do not depend on it)
+    lam_r = lam[keep]
+    return V[:, keep] * np.sqrt(lam_r), lam_r
+
+
 def objective_of(bags: Bags, K: np.ndarray, costs: np.ndarray, coef, b) -> float:
     """½ βᵀKβ + Σ C_I ξ_I at (β, b) with the slacks at their minimum (best witness per positive bag)."""
     coef = np.asarray(coef, dtype=float)
@@ -211,7 +241,8 @@ def incumbent(bags: Bags, K: np.ndarray, costs: np.ndarray, C=1.0, class_weight=
 
 # ----------------------------------------------------------------------------- the build
 def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", kernel="rbf", gamma="auto", degree=2, coef0=1.0,
-          gram=None, big_m="valid", warm_start: bool = False, upper_bound: float | None = None, **unused) -> MILModel:
+          gram=None, form="matrix", big_m="valid", warm_start: bool = False, upper_bound: float | None = None,
+          **unused) -> MILModel:
     """Build the kernel MI-SVM big-M MIQP for ``bags`` (binary labels).
 
     Parameters
@@ -226,6 +257,8 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", kernel="rbf", gamm
     gram : str or ndarray, optional
         ``kernel='precomputed'``: the (n, n) Gram matrix of the instances (data order), or a
         ``.npy`` file holding it.
+    form : {'matrix', 'factor'}
+        Variables β with Hessian K, or u = Φᵀβ with K = ΦΦᵀ and Hessian I (module docstring).
     big_m : 'valid' or float
         The provably valid per-instance bound (module docstring) or a user constant (no guarantee).
     warm_start : bool
@@ -237,7 +270,8 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", kernel="rbf", gamm
     Returns
     -------
     MILModel
-        Components ``beta, b, xi, zeta, margin, witness, obj``; ``ModelInfo.meta`` holds ``K``
+        Components ``beta`` (``u`` for form='factor'), ``b, xi, zeta, margin, witness, obj``;
+        ``ModelInfo.meta`` holds ``K``, ``form``, ``Phi`` and ``lam`` (factor), ``K``
         (the Gram matrix), ``kernel``, ``gamma``, ``degree``, ``coef0``, ``big_m`` (n,),
         ``costs``, ``upper_bound`` F, ``incumbent``, ``C``, ``class_weight``, ``norm`` ('l2').
 
@@ -253,6 +287,9 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", kernel="rbf", gamm
         raise InvalidParameterError("misvm-kernel-bigm: binary bag labels (0/1) are required")
     warm_start = parse_bool("warm_start", warm_start)
     kernel = str(kernel).lower()
+    form = str(form).lower()
+    if form not in FORMS:
+        raise InvalidParameterError(f"form: expected 'matrix' or 'factor', got {form!r}")
     K = training_gram(bags, kernel, gamma, degree, coef0, gram)
     n, B = bags.n_instances, bags.n_bags
     costs = bag_costs(bags, C, class_weight)
@@ -273,38 +310,49 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", kernel="rbf", gamm
     zrows = np.flatnonzero(ypos[bags.bag_index] & (sizes[bags.bag_index] >= 2))
     nz = zrows.size
 
+    if form == "factor":
+        G, lam = kernel_factor(K)           # scores G u + b, Hessian I
+    else:
+        G, lam = K, None                    # scores K beta + b, Hessian K
+    r = G.shape[1]
+
     m = MILModel(name="misvm_kernel_bigm")
     with PauseGC():
-        m.N = pe.RangeSet(0, n - 1)
+        m.N = pe.RangeSet(0, r - 1)
         m.BAGS = pe.RangeSet(0, B - 1)
-        m.beta = pe.Var(m.N, initialize=0.0)
+        coefs = pe.Var(m.N, initialize=0.0)
+        if form == "factor":
+            m.u = coefs
+        else:
+            m.beta = coefs
         m.b = pe.Var(initialize=0.0)
         m.xi = pe.Var(m.BAGS, domain=pe.NonNegativeReals, initialize=1.0)
         m.ZETA = pe.Set(initialize=zrows.tolist(), ordered=True)
         m.zeta = pe.Var(m.ZETA, domain=pe.Binary, initialize=0)
-        V = var_list(m.beta, m.b, m.xi, m.zeta)
+        V = var_list(coefs, m.b, m.xi, m.zeta)
     ncol = len(V)
-    # margin: sign_i ((K beta)_i + b) + xi_I + L_i zeta_i >= 1
+    # margin: sign_i ((G c)_i + b) + xi_I + L_i zeta_i >= 1   (G = K, c = beta; or G = Phi, c = u)
     sign = np.where(ypos[bags.bag_index], 1.0, -1.0)
     XI = sp.csr_matrix((np.ones(n), (np.arange(n), bags.bag_index)), shape=(n, B))
     Z = sp.csr_matrix((L[zrows], (zrows, np.arange(nz))), shape=(n, nz))
-    A = sp.hstack([sp.csr_matrix(K * sign[:, None]), sp.csr_matrix(sign[:, None]), XI, Z], format="csr")
+    A = sp.hstack([sp.csr_matrix(G * sign[:, None]), sp.csr_matrix(sign[:, None]), XI, Z], format="csr")
     add_linear_rows(m, "margin", A, V, lb=1.0)
     # witness: sum of zeta over a positive bag <= |I| - 1
     zb = bags.bag_index[zrows]
     cbags = np.unique(zb)
-    Acard = sp.csr_matrix((np.ones(nz), (np.searchsorted(cbags, zb), n + 1 + B + np.arange(nz))),
+    Acard = sp.csr_matrix((np.ones(nz), (np.searchsorted(cbags, zb), r + 1 + B + np.arange(nz))),
                           shape=(cbags.size, ncol))
     add_linear_rows(m, "witness", Acard, V, ub=sizes[cbags] - 1.0, index=cbags.tolist())
-    # objective ½ βᵀKβ + Σ C_I ξ_I, held as matrices over (β, ξ)
-    Q = sp.block_diag([sp.csr_matrix(K), sp.csr_matrix((B, B))], format="csr")
-    add_quadratic_objective(m, "obj", var_list(m.beta, m.xi), c=np.concatenate([np.zeros(n), costs]), Q=Q)
+    # objective ½ βᵀKβ (or ½‖u‖²) + Σ C_I ξ_I, held as matrices over (β or u, ξ)
+    H = sp.identity(r, format="csr") if form == "factor" else sp.csr_matrix(K)
+    Q = sp.block_diag([H, sp.csr_matrix((B, B))], format="csr")
+    add_quadratic_objective(m, "obj", var_list(coefs, m.xi), c=np.concatenate([np.zeros(r), costs]), Q=Q)
 
     info = m._milopt
     info.problem_class = "MIQP" if nz else "QP"
     info.features = ()
     info.bags = bags
-    info.meta = {"K": K, "kernel": kernel, "gamma": (1.0 / max(bags.n_features, 1)
+    info.meta = {"K": K, "form": form, "Phi": G if form == "factor" else None, "lam": lam, "kernel": kernel, "gamma": (1.0 / max(bags.n_features, 1)
                                                      if gamma is None or gamma == "auto" else float(gamma))
                  if kernel in ("rbf", "poly") else None,
                  "degree": int(degree), "coef0": float(coef0), "big_m": L, "costs": costs, "C": float(C),
@@ -331,8 +379,10 @@ def warm_start_point(model, coef, b) -> None:
     bags, meta = rec.bags, rec.meta
     K = meta["K"]
     coef = np.asarray(coef, dtype=float)
-    for i, v in enumerate(coef.tolist()):
-        model.beta[i].value = v
+    var = _coef_var(model)
+    vals = meta["Phi"].T @ coef if meta.get("form") == "factor" else coef      # u = Phi' beta
+    for i, v in enumerate(vals.tolist()):
+        var[i].value = v
     model.b.value = float(b)
     s = K @ coef + float(b)
     ptr = bags.bag_ptr
@@ -352,6 +402,19 @@ def warm_start_point(model, coef, b) -> None:
         model.zeta[i].value = int(zeta[k])
 
 
+def _coef_var(model):
+    """The coefficient variables: ``beta`` (form='matrix') or ``u`` (form='factor')."""
+    return model.u if model_info(model).meta.get("form") == "factor" else model.beta
+
+
+def beta_of(model) -> np.ndarray:
+    r"""β at the model's current values (form='factor': :math:`\beta = V_r\Lambda_r^{-1/2}u = \Phi\Lambda_r^{-1}u`)."""
+    meta = model_info(model).meta
+    var = _coef_var(model)
+    c = np.array([pe.value(var[i], exception=False) or 0.0 for i in model.N])
+    return meta["Phi"] @ (c / meta["lam"]) if meta.get("form") == "factor" else c
+
+
 def default_start(model) -> None:
     """Warm start for a model built with ``warm_start=False``: the point of :func:`incumbent`."""
     rec = model_info(model)
@@ -361,12 +424,15 @@ def default_start(model) -> None:
 
 
 def model_objective(model) -> float:
-    """½ βᵀKβ + Σ C_I ξ_I at the model's current values (numpy; no Pyomo expression is built)."""
+    """½ βᵀKβ (½‖u‖² for form='factor') + Σ C_I ξ_I at the model's current values (numpy; no Pyomo
+    expression is built)."""
     rec = model_info(model)
     K, costs = rec.meta["K"], rec.meta["costs"]
-    beta = np.array([pe.value(model.beta[i], exception=False) or 0.0 for i in model.N])
+    var = _coef_var(model)
+    c = np.array([pe.value(var[i], exception=False) or 0.0 for i in model.N])
     xi = np.array([pe.value(model.xi[I], exception=False) or 0.0 for I in model.BAGS])
-    return float(0.5 * beta @ (K @ beta) + costs @ xi)
+    reg = 0.5 * c @ c if rec.meta.get("form") == "factor" else 0.5 * c @ (K @ c)
+    return float(reg + costs @ xi)
 
 
 def decode(model) -> dict:
@@ -376,7 +442,7 @@ def decode(model) -> dict:
     rec = model_info(model)
     meta, bags = rec.meta, rec.bags
     K = meta["K"]
-    beta = np.array([pe.value(model.beta[i], exception=False) or 0.0 for i in model.N])
+    beta = beta_of(model)
     b = float(pe.value(model.b, exception=False) or 0.0)
     xi = np.array([pe.value(model.xi[I], exception=False) or 0.0 for I in model.BAGS])
     scores = K @ beta + b

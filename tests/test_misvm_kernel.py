@@ -39,10 +39,11 @@ def test_linear_kernel_equals_misvm_bigm(seed):
 
 
 @pytest.mark.scip
+@pytest.mark.parametrize("form", ["matrix", "factor"])
 @pytest.mark.parametrize("kernel,gamma", [("rbf", 0.5), ("poly", 1 / 3)])
-def test_scip_equals_bnb_equals_brute_force(kernel, gamma):
+def test_scip_equals_bnb_equals_brute_force(kernel, gamma, form):
     bags = tiny(31, n_pos=3, n_neg=3, d=3)
-    m = FORM.build(bags, kernel=kernel, gamma=gamma, degree=2, coef0=1.0, warm_start=True)
+    m = FORM.build(bags, kernel=kernel, gamma=gamma, degree=2, coef0=1.0, warm_start=True, form=form)
     K = m._milopt.meta["K"]
     costs = m._milopt.meta["costs"]
     ref = brute_force_kernel(bags, K, costs)
@@ -51,12 +52,27 @@ def test_scip_equals_bnb_equals_brute_force(kernel, gamma):
     # the decoded point has the solver's objective and scores K beta + b
     sol = FORM.decode(m)
     assert kb.objective_of(bags, K, costs, sol["coef"], sol["b"]) == pytest.approx(r.objective, rel=1e-5, abs=1e-7)
-    m2 = FORM.build(bags, kernel=kernel, gamma=gamma, degree=2, coef0=1.0)
+    m2 = FORM.build(bags, kernel=kernel, gamma=gamma, degree=2, coef0=1.0, form=form)
     rb = solve(m2, "bnb", mip_gap=1e-7)
     assert rb.termination == "optimal" and rb.objective == pytest.approx(ref, rel=1e-5, abs=1e-7)
     assert rb.bound <= ref + 1e-7
     assert kb.model_objective(m2) == pytest.approx(rb.objective, rel=1e-6)
     np.testing.assert_allclose(FORM.predict(FORM.decode(m2), bags), FORM.decode(m2)["scores"], atol=1e-9)
+
+
+def test_factor_is_the_empirical_kernel_map():
+    """form='factor': Phi Phi' = K, the u block of the Hessian is I, and beta recovered from u
+    gives the same scores."""
+    bags = tiny(7, n_pos=3, n_neg=3, d=4)
+    m = FORM.build(bags, kernel="poly", gamma=0.25, degree=3, form="factor", warm_start=True)
+    meta = m._milopt.meta
+    np.testing.assert_allclose(meta["Phi"] @ meta["Phi"].T, meta["K"], atol=1e-10 * np.abs(meta["K"]).max())
+    assert meta["Phi"].shape[1] <= bags.n_instances
+    u = np.array([m.u[i].value for i in m.N])
+    beta = kb.beta_of(m)
+    np.testing.assert_allclose(meta["K"] @ beta, meta["Phi"] @ u, atol=1e-8)
+    with pytest.raises(InvalidParameterError, match="form"):
+        FORM.build(bags, form="lowrank")
 
 
 def test_big_m_is_the_feature_space_distance():
