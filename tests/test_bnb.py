@@ -399,3 +399,17 @@ def test_incumbent_trajectory_is_reported_in_the_order_found():
     assert all(a <= b for a, b in zip(ts, ts[1:])) and all(a > b for a, b in zip(vs, vs[1:]))
     assert vs[-1] == pytest.approx(r.extra["mi_objective"], rel=1e-12)
     assert ts[-1] <= r.wall_time
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_lowrank_node_qp_equals_brute_force(seed):
+    """The interior-point node QPs in the low-rank (Woodbury) form give the same proof."""
+    bags = tiny(seed + 20, n_pos=3, d=2)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs, qp="ipm")
+    eng.lowrank = True
+    out = eng.solve(mip_gap=1e-7)
+    assert out["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7

@@ -43,6 +43,8 @@ from .nodes import Node, NodeQueue
 DENSE_MAX = 3000
 #: node QPs by the interior-point method up to this many effective instances (else warm-started SMO)
 IPM_MAX = 400
+#: low-rank (Woodbury) interior-point Newton systems when features ≤ this share of the effective set
+LOWRANK_RATIO = 0.5
 
 
 def relative_gap(ub, lb):
@@ -128,7 +130,12 @@ class MISVMBranchAndBound:
         if qp not in ("auto", "ipm", "smo"):
             raise InvalidParameterError(f"bnb: qp must be 'auto', 'ipm' or 'smo', got {qp!r}")
         n_eff = int(base.sum()) + int(np.sum(sizes[self.pos_bags] > 1))
+        # qp='ipm' on effective sets too large for the dense method, linear kernel with fewer
+        # features than effective instances: the interior-point Newton systems by the Woodbury
+        # identity on the features (d × d), K never formed
         self.qp = ("ipm" if n_eff <= IPM_MAX and self.dense else "smo") if qp == "auto" else qp
+        self.lowrank = (self.qp == "ipm" and not self.kernel and not (n_eff <= IPM_MAX and self.dense)
+                        and self.d <= LOWRANK_RATIO * n_eff)
         self.wit0 = np.where((sizes[self.pos_bags] == 1) | dead, self.ptr[self.pos_bags], -1)
 
     # ------------------------------------------------------------- linear algebra
@@ -190,8 +197,9 @@ class MISVMBranchAndBound:
 
     def _solve_node_ipm(self, active):
         """Node QP on the effective set by the interior-point method (no warm start; near exact),
-        its multipliers projected onto the dual feasible set so that D(α) is a valid bound."""
-        from milopt.algorithms.svm_ipm import _ipm
+        its multipliers projected onto the dual feasible set so that D(α) is a valid bound.
+        Dense Newton systems, or with ``lowrank`` the Woodbury form on the features."""
+        from milopt.algorithms.svm_ipm import _ipm, _ipm_lowrank
 
         idx = np.flatnonzero(active)
         alpha = np.zeros(self.n)
@@ -199,8 +207,10 @@ class MISVMBranchAndBound:
             # one class only: Σ y α = 0 leaves α = 0 as the only dual feasible point (w = 0)
             return alpha, self.y.copy(), 0
         gi, ginv = np.unique(self.bag_of[idx], return_inverse=True)
-        Ke = self.Krows(idx, idx)
-        r = _ipm(Ke, self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
+        if self.lowrank:
+            r = _ipm_lowrank(self.X[idx], self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
+        else:
+            r = _ipm(self.Krows(idx, idx), self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
         alpha[idx] = self.project(r["alpha"], idx)
         F = self.y - self.Kv(self.y * alpha)
         return alpha, F, int(r["iterations"])
@@ -257,8 +267,12 @@ class MISVMBranchAndBound:
         tol = self.tol
         alpha0 = node.alpha
         iters = 0
+        polish = False
         while True:
-            alpha, F, it = self._node_qp(alpha0, active, deadline, tol)
+            if polish:   # the coordinate descent from the low-rank interior point's multipliers
+                alpha, F, it = self._solve_node_smo(alpha0, active, deadline, tol)
+            else:
+                alpha, F, it = self._node_qp(alpha0, active, deadline, tol)
             iters += it
             D, coef, raw = self.dual_objective(alpha)
             nb = max(node.bound, D)
@@ -270,11 +284,14 @@ class MISVMBranchAndBound:
                         "coef": coef, "phi": ph}
             if (wit < 0).any():
                 break
-            # a leaf whose QP is not yet accurate enough to close it: tighten
-            if self.qp == "ipm" or tol <= 1e-11 or time.perf_counter() > deadline:
+            # a leaf whose QP is not yet accurate enough to close it: tighten (the low-rank
+            # interior point may stop short of the optimum: the coordinate descent finishes it)
+            if (self.qp == "ipm" and not self.lowrank) or tol <= 1e-11 or time.perf_counter() > deadline:
                 return {"action": "close", "bound": nb, "iterations": iters, "raw": raw, "norm2": norm2,
                         "coef": coef, "phi": ph}
-            tol *= 0.01
+            if polish:
+                tol *= 0.01
+            polish = True
             alpha0 = alpha
         # branch: look-ahead gains of every instance of every unresolved bag
         unres = np.flatnonzero(wit < 0)
