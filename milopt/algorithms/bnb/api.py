@@ -31,18 +31,19 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         MIP-style progress lines on stderr.
     **options
         The options of :data:`milopt.algorithms.bnb.options.PARAMS` (restarts, seed,
-        node_limit, tol, qp, swap, dive_every, heuristic_share, log_every, workers, batch).
+        node_limit, tol, qp, swap, kick_seconds, kick_size, kick_every, dive_every,
+        heuristic_share, log_every, workers, batch).
 
     Returns
     -------
     dict of :meth:`MISVMBranchAndBound.solve` plus ``heuristic_seconds`` (the starts) and
-    ``witnesses``.  The heuristic starts use at most 10 % of ``time_limit``.
+    ``witnesses``.  The heuristic starts use at most ``start_share`` of ``time_limit``.
     """
     from threadpoolctl import threadpool_limits
 
     from milopt.algorithms.mi_heuristics import slack_costs
 
-    from .heuristics import alternate_selection, alternation_starts, annealing_starts, swap_search
+    from .heuristics import alternate_selection, alternation_starts, annealing_starts, kick_search, swap_search
 
     o = PARAMS.resolve(options, "bnb options")
     if costs is None:
@@ -89,6 +90,16 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
                     r = swap_search(eng, raw, start_deadline)
                     if r is not None:
                         pts.append((r[1], r[2], None))
+            if o["kick_seconds"] > 0 and pts and time.perf_counter() < start_deadline:
+                vals = []
+                for c, b, _ in pts:
+                    raw = eng.Kv(c)
+                    vals.append((eng.phi_raw(raw, float(c @ raw))[0], len(vals), raw))
+                raw = min(vals, key=lambda v: v[:2])[2]
+                r = kick_search(eng, raw, min(start_deadline, time.perf_counter() + o["kick_seconds"]), seed=o["seed"],
+                                kick=o["kick_size"])
+                if r is not None:
+                    pts.append((r[1], r[2], None))
         except KeyboardInterrupt:   # Ctrl-C in the starts: keep what was found, evaluate the root, stop
             interrupted = True
         heur_s = time.perf_counter() - t0
@@ -97,6 +108,7 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         out = eng.solve(time_limit=left, mip_gap=mip_gap, node_limit=1 if interrupted else o["node_limit"],
                         incumbents=[(c, b) for c, b, _ in pts], primal_incumbents=list(starts), heuristic=ls,
                         swap=o["swap"], dive_every=o["dive_every"], heuristic_share=o["heuristic_share"],
+                        kick_every=o["kick_every"], kick_size=o["kick_size"], seed=o["seed"],
                         verbose=verbose, log_every=o["log_every"], workers=o["workers"], batch=o["batch"], log=log,
                         start_swap=bool(starts))
     if out["w"] is None and out["coef"] is None:   # no start and no node evaluated

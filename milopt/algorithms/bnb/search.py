@@ -320,8 +320,8 @@ class MISVMBranchAndBound:
 
     # ---------------------------------------------------------------- the search
     def solve(self, time_limit=None, mip_gap=1e-4, abs_gap=1e-9, node_limit=None, incumbents=(), primal_incumbents=(),
-              heuristic=None, swap=True, dive_every=25, heuristic_share=0.3, verbose=False, log_every=5.0,
-              history_every=0.5, workers=1, batch=0, log=None, start_swap=False):
+              heuristic=None, swap=True, dive_every=0, heuristic_share=0.1, verbose=False, log_every=5.0,
+              history_every=0.5, workers=1, batch=0, log=None, start_swap=False, kick_every=0, kick_size=3, seed=0):
         """Run the branch and bound.
 
         Parameters
@@ -348,6 +348,10 @@ class MISVMBranchAndBound:
         heuristic_share : float
             Heuristics during the search stop while they have used more than this share of the
             elapsed time (+ 1 s).
+        kick_every, kick_size, seed : int
+            Every ``kick_every``-th node (0: never), one second of the iterated local search
+            (:func:`.heuristics.kick_search`, at most ``kick_size`` bags kicked at once, seeded)
+            from the incumbent.
         verbose : bool
             Progress lines (time, nodes, open, incumbent, bound, gap) on stderr every ``log_every`` s.
         workers, batch : int
@@ -360,7 +364,7 @@ class MISVMBranchAndBound:
         open_nodes, seconds, incumbent_source, incumbent_time, heuristic_search_seconds,
         closed_nodes (evaluated nodes closed, by bound or by a feasible relaxed optimum).
         """
-        from .heuristics import swap_search
+        from .heuristics import kick_search, swap_search
 
         t0 = time.perf_counter()
         deadline = t0 + (float(time_limit) if time_limit is not None else math.inf)
@@ -417,7 +421,7 @@ class MISVMBranchAndBound:
         queue = NodeQueue()
         closed = [math.inf]       # smallest bound of the nodes closed so far (part of the proof)
         queue.push(Node(-math.inf, self.wit0.copy(), np.zeros(self.n), 0, -1))
-        stats = {"nodes": 0, "iters": 0, "root": None, "closed": 0}
+        stats = {"nodes": 0, "iters": 0, "root": None, "closed": 0, "kicks": 0}
         termination = "optimal"
 
         def lower():
@@ -515,6 +519,21 @@ class MISVMBranchAndBound:
                     dives = [wants_dive(j) for j in range(len(nodes))]
                     for node, res in zip(nodes, pool.evaluate(nodes, best["value"], eps(), deadline, dives)):
                         apply(node, res)
+                if (kick_every and stats["nodes"] // kick_every > stats["kicks"] and best["value"] < math.inf
+                        and budget_ok() and time.perf_counter() < deadline):
+                    stats["kicks"] = stats["nodes"] // kick_every
+                    th = time.perf_counter()
+                    try:
+                        start_raw = self.Kv(best["coef"]) if best["coef"] is not None else self.X @ best["w"]
+                        r = kick_search(self, start_raw, min(deadline, th + 1.0), seed=seed + stats["kicks"],
+                                        kick=kick_size)
+                        if r is not None:
+                            offer(r[1], r[2], "kick")
+                    except KeyboardInterrupt:
+                        raise
+                    except Exception:  # noqa: BLE001 - a failed local search never stops the proof
+                        pass
+                    heur["time"] += time.perf_counter() - th
                 record()
         except KeyboardInterrupt:
             termination = "interrupted"
