@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 
 from milopt.bench.assess import primal_gap, primal_integral
-from milopt.bench.report import (plot_gap_over_time, plot_gaps, plot_profile, shifted_geomean, summary_table,
-                                 time_matrix, write_report)
+from milopt.bench.report import write_report
+from milopt.bench.report_plots import plot_gap_over_time, plot_gaps, plot_profile
+from milopt.bench.report_tables import shifted_geomean, summary_table, time_matrix
 
 
 # ------------------------------------------------------------------ primal integral

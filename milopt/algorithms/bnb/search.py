@@ -321,7 +321,8 @@ class MISVMBranchAndBound:
     # ---------------------------------------------------------------- the search
     def solve(self, time_limit=None, mip_gap=1e-4, abs_gap=1e-9, node_limit=None, incumbents=(), primal_incumbents=(),
               heuristic=None, swap=True, dive_every=0, heuristic_share=0.1, verbose=False, log_every=5.0,
-              history_every=0.5, workers=1, batch=0, log=None, start_swap=False, kick_every=0, kick_size=3, seed=0):
+              history_every=0.5, workers=1, batch=0, log=None, start_swap=False, kick_every=0, kick_size=3, seed=0,
+              incumbent_times=None):
         """Run the branch and bound.
 
         Parameters
@@ -336,6 +337,9 @@ class MISVMBranchAndBound:
         incumbents : iterable of (coef, b)
             Known points as dual coefficients (f = K coef + b); their Φ is evaluated and the best
             is the first incumbent.
+        incumbent_times : list of float, optional
+            When each of ``incumbents`` was found, in seconds relative to the start of this call
+            (negative: before it); the trajectory records them at these times.
         primal_incumbents : iterable of (w, b)
             Known points as primal weights (linear kernel).
         heuristic : callable(scores) -> (coef, b) or None, optional
@@ -486,8 +490,11 @@ class MISVMBranchAndBound:
             print(f"{'time':>10} {'nodes':>10} {'open':>9} {'incumbent':>14} {'bound':>14} {'gap':>9}",
                   file=out_log, flush=True)
         try:
-            for vec, b in incumbents:
-                offer(np.asarray(vec, dtype=float), b, "start")
+            for k, (vec, b) in enumerate(incumbents):
+                if offer(np.asarray(vec, dtype=float), b, "start") and incumbent_times is not None:
+                    # a start found before the search: its own time (negative: before the search began)
+                    best["time"] = float(incumbent_times[k])
+                    trajectory[-1] = (best["time"], trajectory[-1][1])
             for w, b in primal_incumbents:
                 offer(np.asarray(w, dtype=float), b, "start", is_w=True)
             if start_swap and swap and best["value"] < math.inf and time.perf_counter() < deadline:
