@@ -291,7 +291,7 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", kernel="rbf", gamm
     if form not in FORMS:
         raise InvalidParameterError(f"form: expected 'matrix' or 'factor', got {form!r}")
     K = training_gram(bags, kernel, gamma, degree, coef0, gram)
-    n, B = bags.n_instances, bags.n_bags
+    n = bags.n_instances
     costs = bag_costs(bags, C, class_weight)
     F = trivial_upper_bound(costs, bags.y)
     if upper_bound is not None and np.isfinite(float(upper_bound)):
@@ -309,44 +309,9 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", kernel="rbf", gamm
     sizes = np.diff(bags.bag_ptr)
     zrows = np.flatnonzero(ypos[bags.bag_index] & (sizes[bags.bag_index] >= 2))
     nz = zrows.size
-
-    if form == "factor":
-        G, lam = kernel_factor(K)           # scores G u + b, Hessian I
-    else:
-        G, lam = K, None                    # scores K beta + b, Hessian K
-    r = G.shape[1]
-
+    G, lam = kernel_factor(K) if form == "factor" else (K, None)   # scores G c + b (c = u or beta)
     m = MILModel(name="misvm_kernel_bigm")
-    with PauseGC():
-        m.N = pe.RangeSet(0, r - 1)
-        m.BAGS = pe.RangeSet(0, B - 1)
-        coefs = pe.Var(m.N, initialize=0.0)
-        if form == "factor":
-            m.u = coefs
-        else:
-            m.beta = coefs
-        m.b = pe.Var(initialize=0.0)
-        m.xi = pe.Var(m.BAGS, domain=pe.NonNegativeReals, initialize=1.0)
-        m.ZETA = pe.Set(initialize=zrows.tolist(), ordered=True)
-        m.zeta = pe.Var(m.ZETA, domain=pe.Binary, initialize=0)
-        V = var_list(coefs, m.b, m.xi, m.zeta)
-    ncol = len(V)
-    # margin: sign_i ((G c)_i + b) + xi_I + L_i zeta_i >= 1   (G = K, c = beta; or G = Phi, c = u)
-    sign = np.where(ypos[bags.bag_index], 1.0, -1.0)
-    XI = sp.csr_matrix((np.ones(n), (np.arange(n), bags.bag_index)), shape=(n, B))
-    Z = sp.csr_matrix((L[zrows], (zrows, np.arange(nz))), shape=(n, nz))
-    A = sp.hstack([sp.csr_matrix(G * sign[:, None]), sp.csr_matrix(sign[:, None]), XI, Z], format="csr")
-    add_linear_rows(m, "margin", A, V, lb=1.0)
-    # witness: sum of zeta over a positive bag <= |I| - 1
-    zb = bags.bag_index[zrows]
-    cbags = np.unique(zb)
-    Acard = sp.csr_matrix((np.ones(nz), (np.searchsorted(cbags, zb), r + 1 + B + np.arange(nz))),
-                          shape=(cbags.size, ncol))
-    add_linear_rows(m, "witness", Acard, V, ub=sizes[cbags] - 1.0, index=cbags.tolist())
-    # objective ½ βᵀKβ (or ½‖u‖²) + Σ C_I ξ_I, held as matrices over (β or u, ξ)
-    H = sp.identity(r, format="csr") if form == "factor" else sp.csr_matrix(K)
-    Q = sp.block_diag([H, sp.csr_matrix((B, B))], format="csr")
-    add_quadratic_objective(m, "obj", var_list(coefs, m.xi), c=np.concatenate([np.zeros(r), costs]), Q=Q)
+    _assemble(m, bags, K, G, L, zrows, costs, form)
 
     info = m._milopt
     info.problem_class = "MIQP" if nz else "QP"
@@ -364,6 +329,42 @@ def build(bags: Bags, C: float = 1.0, class_weight="kent-yu", kernel="rbf", gamm
         warm_start_point(m, inc["coef"], inc["b"])
         info.start = True
     return m
+
+
+def _assemble(m, bags: Bags, K, G, L, zrows, costs, form: str) -> None:
+    """Variables (``beta`` or ``u``, ``b``, ``xi``, ``zeta``), the ``margin`` and ``witness`` rows and
+    the matrix objective of :func:`build`: scores G c + b with G = K, c = β (Hessian K) or
+    G = Φ, c = u (Hessian I)."""
+    n, B, nz, r = bags.n_instances, bags.n_bags, zrows.size, G.shape[1]
+    with PauseGC():
+        m.N = pe.RangeSet(0, r - 1)
+        m.BAGS = pe.RangeSet(0, B - 1)
+        coefs = pe.Var(m.N, initialize=0.0)
+        if form == "factor":
+            m.u = coefs
+        else:
+            m.beta = coefs
+        m.b = pe.Var(initialize=0.0)
+        m.xi = pe.Var(m.BAGS, domain=pe.NonNegativeReals, initialize=1.0)
+        m.ZETA = pe.Set(initialize=zrows.tolist(), ordered=True)
+        m.zeta = pe.Var(m.ZETA, domain=pe.Binary, initialize=0)
+        V = var_list(coefs, m.b, m.xi, m.zeta)
+    # margin: sign_i ((G c)_i + b) + xi_I + L_i zeta_i >= 1
+    sign = np.where((bags.y == 1)[bags.bag_index], 1.0, -1.0)
+    XI = sp.csr_matrix((np.ones(n), (np.arange(n), bags.bag_index)), shape=(n, B))
+    Z = sp.csr_matrix((L[zrows], (zrows, np.arange(nz))), shape=(n, nz))
+    A = sp.hstack([sp.csr_matrix(G * sign[:, None]), sp.csr_matrix(sign[:, None]), XI, Z], format="csr")
+    add_linear_rows(m, "margin", A, V, lb=1.0)
+    # witness: sum of zeta over a positive bag <= |I| - 1
+    zb = bags.bag_index[zrows]
+    cbags = np.unique(zb)
+    Acard = sp.csr_matrix((np.ones(nz), (np.searchsorted(cbags, zb), r + 1 + B + np.arange(nz))),
+                          shape=(cbags.size, len(V)))
+    add_linear_rows(m, "witness", Acard, V, ub=np.diff(bags.bag_ptr)[cbags] - 1.0, index=cbags.tolist())
+    # objective ½ βᵀKβ (or ½‖u‖²) + Σ C_I ξ_I, held as matrices over (β or u, ξ)
+    H = sp.identity(r, format="csr") if form == "factor" else sp.csr_matrix(K)
+    Q = sp.block_diag([H, sp.csr_matrix((B, B))], format="csr")
+    add_quadratic_objective(m, "obj", var_list(coefs, m.xi), c=np.concatenate([np.zeros(r), costs]), Q=Q)
 
 
 def problem_class(**unused):
