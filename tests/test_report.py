@@ -355,7 +355,7 @@ def test_solver_comparison_records_what_a_solver_cannot_take_as_skipped(tmp_path
     assert "licence" in skipped[("misvm-bigm.digits-b20", "small-licence")]   # the skip hook's reason
     assert "licence" in skipped[("batchsvm-lp.cad-i10", "small-licence")]
     assert skipped[("misvm-bigm.ky1-b20", "highs")] == "highs does not solve MIQP problems"
-    assert skipped[("batchsvm-lp.cad-i10", "bnb")] == "bnb solves only misvm-bigm"
+    assert skipped[("batchsvm-lp.cad-i10", "bnb")] == "bnb solves only misvm-bigm, misvm-kernel-bigm"
     assert too_big == []
     # --max-size: instances past it are left out, not failed
     _, _, too_big = sc.plan(insts, entries, forms, ["highs"], 10.0, 100)
