@@ -37,11 +37,12 @@ def _run(model, opts):
     """Driver backend: solve a ``misvm-bigm`` model (norm=l2) or a ``misvm-kernel-bigm`` model by
     branch and bound."""
     from milopt.models import misvm_bigm as mod
+    from milopt.models.info import info
 
-    meta = getattr(model, "_milopt_meta", None)
-    bags = getattr(model, "_milopt_bags", None)
+    mi = info(model)
+    meta, bags = mi.meta, mi.bags
     name = getattr(model, "name", "")
-    if name not in ("misvm_bigm", "misvm_kernel_bigm") or meta is None or bags is None:
+    if name not in ("misvm_bigm", "misvm_kernel_bigm") or not meta or bags is None:
         _refuse(f"bnb solves MI-SVM only (formulations misvm-bigm and misvm-kernel-bigm); model {model.name!r} is "
                 "not one: use --solver scip")
     if name == "misvm_kernel_bigm":
