@@ -50,6 +50,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -201,7 +202,7 @@ def fmt(v, nd=4):
 def data_label(spec: str) -> str:
     """Short name of a data spec for tables and legends."""
     if spec.startswith("gen:"):
-        return spec[4:].split("?")[0] + ("" if "classes=2" not in spec else "-2")
+        return "generated " + spec[4:].split("?")[0]
     return spec.upper() if spec.lower().startswith("musk") else spec
 
 
@@ -245,9 +246,10 @@ def cell(r: dict | None) -> str:
         return "not run"
     t = r.get("termination")
     if t == "licence_limit":
-        return LICENCE
+        m = re.search(r"this instance has ([^;]+);", r.get("error") or "")
+        return LICENCE + (f" ({m.group(1).replace(' constraints', ' rows')})" if m else "")
     nodes = r.get("nodes")
-    nodes_s = "" if nodes is None else f", {int(nodes):,} nodes"
+    nodes_s = "" if nodes is None else f", {int(nodes):,} node{'' if int(nodes) == 1 else 's'}"
     if t == "optimal":
         return f"**{r['wall_time']:.1f} s**{nodes_s}"
     if t in ("killed", "error"):

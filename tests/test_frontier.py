@@ -62,6 +62,12 @@ def test_cells(fr):
     assert fr.cell({"termination": "time_limit", "gap": 0.1234, "objective": 1.0, "bound": 0.8766, "nodes": 7,
                     "time_limit": 120.0}) == "gap 12.3 % at 120 s, 7 nodes"
     assert fr.cell({"termination": "licence_limit", "error": "cplex: ..."}) == "over the free edition's size limit"
+    msg = ("cplex: the installed CPLEX Community Edition takes at most 1,000 variables and 1,000 constraints; "
+           "this instance has 765 variables and 1,497 constraints; install ...")
+    assert fr.cell({"termination": "licence_limit", "error": msg}) == \
+        "over the free edition's size limit (765 variables and 1,497 rows)"
+    assert fr.cell({"termination": "time_limit", "gap": 1.0, "objective": 1.0, "bound": 0.0, "nodes": 1,
+                    "time_limit": 120.0}) == "gap 100 % at 120 s, 1 node"
     assert fr.cell({"termination": "time_limit", "gap": 2e21, "objective": 1.0, "bound": -1e20, "nodes": 0,
                     "time_limit": 120.0}).startswith("no bound")
     assert fr.cell({"termination": "time_limit", "objective": None, "bound": None, "time_limit": 5.0}) \
