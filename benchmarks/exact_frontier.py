@@ -60,7 +60,7 @@ DEFAULT_PATHS = ("scip-cold=misvm-bigm:scip,scip-warm=misvm-bigm:scip:warm,"
 GENERATED = ["gen:digits?bags=20&seed=1", "gen:multiclass?classes=2&bags=30&seed=1"]
 FRONTIER_PATHS = "bnb=misvm-bigm:bnb,scip-warm=misvm-bigm:scip:warm,cplex-warm=misvm-bigm:cplex:warm"
 FRONTIER_GEN = "gen:multiclass?classes=2&bags=200&seed=1"
-FRONTIER_DATA = f"musk1,musk2,{FRONTIER_GEN}"
+FRONTIER_DATA = f"musk1@20/40/60/80/92,musk2@20/40/60/80/102,{FRONTIER_GEN}@20/40/60/80/100/150/200"
 FRONTIER_SIZES = "20,40,60,80,100,150,200"
 LICENCE = "over the free edition's size limit"
 SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -223,20 +223,21 @@ def git_commit() -> str | None:
 
 
 def nested_instances(datasets, sizes, seed=0):
-    """``nested:DATA:N`` for every data set and size, sizes past the data set's bag count clamped
-    to all of its bags and listed once; ordered by size first, so the smallest subsets of every
-    data set run before any larger one."""
+    """``nested:DATA:N`` for every data set and size (``DATA@20/40/92``: that data set's own
+    sizes), sizes past the data set's bag count clamped to all of its bags and listed once;
+    ordered by size first, so the smallest subsets of every data set run before any larger one."""
     from milopt.data import load
 
     out = []
-    for d in datasets:
+    for i, entry in enumerate(datasets):
+        d, _, own = entry.partition("@")
         n = load(d).n_bags
         seen = []
-        for s in sizes:
+        for s in (own.split("/") if own else sizes):
             k = min(int(s), n)
             if k not in seen:
                 seen.append(k)
-        out += [(k, i, f"nested:{d}:{k}") for k in seen for i in [datasets.index(d)]]
+        out += [(k, i, f"nested:{d}:{k}") for k in seen]
     return [spec for _, _, spec in sorted(out)]
 
 
@@ -379,9 +380,10 @@ def main(argv=None):
     ap.add_argument("--generated", default=None, help="generated instances ('' for none; default none with --nested "
                     "or --frontier)")
     ap.add_argument("--nested", default=None, help="comma-separated data specs (musk1, musk2, gen:...) whose nested "
-                    "subsets of --sizes bags are run instead of the independent MUSK1 subsets")
+                    "subsets of --sizes bags are run instead of the independent MUSK1 subsets; DATA@20/40/92 gives "
+                    "one data set its own sizes")
     ap.add_argument("--frontier", action="store_true", help="the frontier grid: --nested " + FRONTIER_DATA
-                    + " --sizes " + FRONTIER_SIZES + " --paths " + FRONTIER_PATHS + " --time-limit 120")
+                    + " --paths " + FRONTIER_PATHS + " --time-limit 120")
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per run (default 60; 120 with --frontier)")
     ap.add_argument("--threads", type=int, default=1, help="solver threads (SCIP: LP threads; CPLEX: threads); "
                     "bnb always runs one worker")

@@ -43,6 +43,8 @@ def test_nested_instances_clamp_dedupe_and_order(fr):
     # sizes past a data set's bag count run once, on all of its bags; smallest sizes first
     assert insts == ["nested:musk1:20", "nested:gen:multiclass?classes=2&bags=30&seed=1:20",
                      "nested:gen:multiclass?classes=2&bags=30&seed=1:30", "nested:musk1:40", "nested:musk1:92"]
+    assert fr.nested_instances(["musk1@20/92", "musk2"], ["40", "200"]) == \
+        ["nested:musk1:20", "nested:musk2:40", "nested:musk1:92", "nested:musk2:102"]
 
 
 def test_nested_subsets_are_nested_and_balanced(fr):
