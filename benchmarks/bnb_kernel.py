@@ -1,16 +1,22 @@
-"""Exact kernel MI-SVM by the branch and bound (RBF or polynomial Gram matrix, Python API).
+"""Exact kernel MI-SVM: the branch and bound on a Gram matrix, or the misvm-kernel-bigm model by any solver.
 
-``milopt solve misvm-bigm`` is linear (a primal model in w); kernels reach the branch and bound
-through :func:`milopt.algorithms.bnb.solve_bags` with ``kernel=K``.  This script builds the Gram
-matrix of standardised features (RBF: exp(-γ‖x − x′‖²), γ = 1/d by default; poly:
-(x·x′/d + 1)^degree), solves with a time limit and prints the result (termination, objective,
-bound, gap, nodes, seconds).  Instances as in benchmarks/exact_frontier.py (``nested:musk1:N``,
-``musk1``, generators).
+Features are standardised; kernels as ``models/misvm_kernel_bigm.py``: RBF exp(-γ‖x − x′‖²),
+poly (γ x·x′ + coef0)^degree, linear x·x′, γ = 1/d by default.  Two modes:
+
+* ``--solver direct`` (default): :func:`milopt.algorithms.bnb.solve_bags` with ``kernel=K`` from
+  Python (no Pyomo model);
+* ``--solver bnb|scip|cplex|gurobi|xpress``: the formulation ``misvm-kernel-bigm`` built and
+  solved through :func:`milopt.runner.run_solve`, exactly what ``milopt solve
+  misvm-kernel-bigm --solver S`` does (for plain DATA strings the CLI command is printed).
+
+Prints termination, objective, bound, gap, nodes and seconds.  Instances as in
+benchmarks/exact_frontier.py (``nested:musk1:N``, ``musk1``, generators).
 
 Usage::
 
     python benchmarks/bnb_kernel.py --data nested:musk1:20 --kernel rbf --time-limit 60
-    python benchmarks/bnb_kernel.py --data musk1 --kernel rbf --gamma 0.01 --time-limit 600 --json
+    python benchmarks/bnb_kernel.py --data musk1 --kernel rbf --time-limit 600 --solver bnb --json
+    python benchmarks/bnb_kernel.py --data 'gen:subset?data=musk1&bags=12&seed=0' --solver scip --time-limit 60
 """
 from __future__ import annotations
 
@@ -23,42 +29,50 @@ import sys
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="nested:musk1:20")
-    ap.add_argument("--kernel", choices=("rbf", "poly"), default="rbf")
-    ap.add_argument("--gamma", type=float, default=None, help="RBF width (default 1 / features)")
+    ap.add_argument("--kernel", choices=("rbf", "poly", "linear"), default="rbf")
+    ap.add_argument("--gamma", type=float, default=None, help="RBF width / poly scale (default 1 / features)")
     ap.add_argument("--degree", type=int, default=2)
+    ap.add_argument("--coef0", type=float, default=1.0)
+    ap.add_argument("--solver", default="direct", help="direct (solve_bags) or a backend for misvm-kernel-bigm")
     ap.add_argument("--time-limit", type=float, default=60.0)
-    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="bnb options (as milopt --set)")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="bnb / solver options (as --set)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import numpy as np
     from exact_frontier import load_instance
 
-    from milopt.algorithms.bnb import solve_bags
     from milopt.metrics import standardize
-    from milopt.models import misvm_bigm
+    from milopt.models import misvm_kernel_bigm as kb
+    from milopt.numerics import bag_costs
 
     bags = standardize(load_instance(a.data, 0))
-    X = bags.X
-    d = X.shape[1]
-    if a.kernel == "rbf":
-        g = a.gamma if a.gamma is not None else 1.0 / d
-        sq = np.einsum("ij,ij->i", X, X)
-        K = np.exp(-g * np.maximum(sq[:, None] + sq[None, :] - 2.0 * X @ X.T, 0.0))
-    else:
-        K = (X @ X.T / d + 1.0) ** a.degree
-    costs = misvm_bigm.bag_costs(bags, 1.0)
     opts = dict(kv.split("=", 1) for kv in a.set)
-    out = solve_bags(bags, costs=costs, kernel=K, time_limit=a.time_limit, **opts)
-    gap = (out["objective"] - out["bound"]) / max(abs(out["objective"]), 1e-10)
-    row = {"data": a.data, "kernel": a.kernel, "bags": bags.n_bags, "instances": bags.n_instances,
-           "termination": out["termination"], "objective": out["objective"], "bound": out["bound"], "gap": gap,
-           "nodes": out["nodes"], "seconds": out["seconds"], "heuristic_seconds": out["heuristic_seconds"]}
+    gamma = "auto" if a.gamma is None else a.gamma
+    if a.solver == "direct":
+        from milopt.algorithms.bnb import solve_bags
+
+        K = kb.gram_matrix(bags.X, None, a.kernel, gamma, a.degree, a.coef0)
+        out = solve_bags(bags, costs=bag_costs(bags, 1.0), kernel=K, time_limit=a.time_limit, **opts)
+        term, obj, bound, nodes, secs = (out["termination"], out["objective"], out["bound"], out["nodes"],
+                                         out["seconds"])
+    else:
+        from milopt.params import coerce
+        from milopt.runner import run_solve
+
+        params = {"kernel": a.kernel, "gamma": gamma, "degree": a.degree, "coef0": a.coef0,
+                  **{k: coerce(v) for k, v in opts.items()}}
+        out = run_solve("misvm-kernel-bigm", a.data, a.solver, time_limit=a.time_limit, params=params, bags=bags)
+        term, obj, bound, nodes, secs = (out["termination"], out["objective"], out["bound"], out["nodes"],
+                                         out["wall_time"])
+    gap = (obj - bound) / max(abs(obj), 1e-10) if obj is not None and bound is not None else float("inf")
+    row = {"data": a.data, "kernel": a.kernel, "gamma": gamma, "solver": a.solver, "bags": bags.n_bags,
+           "instances": bags.n_instances, "termination": str(term), "objective": obj, "bound": bound, "gap": gap,
+           "nodes": nodes, "seconds": secs}
     if a.json:
         print(json.dumps(row, indent=1))
     else:
-        print(f"{a.data} {a.kernel}: {row['termination']} objective={row['objective']:.7g} "
-              f"bound={row['bound']:.7g} gap={100 * gap:.3f}% nodes={row['nodes']} {row['seconds']:.1f} s")
+        print(f"{a.data} {a.kernel} {a.solver}: {row['termination']} objective={obj:.7g} bound={bound:.7g} "
+              f"gap={100 * gap:.3f}% nodes={nodes} {secs:.1f} s")
     return 0
 
 

@@ -274,7 +274,8 @@ def main(argv=None) -> int:
     from milopt.bench.assess import assess
     from milopt.bench.config import BenchWarning
     from milopt.bench.harness import run_bench
-    from milopt.bench.report import time_matrix, write_report
+    from milopt.bench.report import write_report
+    from milopt.bench.report_tables import time_matrix
     from milopt.bench.runs import load_runs
     from milopt.bench.report_plots import plot_profile
     from milopt.bench.report_tables import performance_profile

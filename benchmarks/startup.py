@@ -39,61 +39,33 @@ with gzip.open(path, "rt") as fh:
 lab, bag_id, X = D[:, 0], D[:, 1], D[:, 2:]
 # bags are contiguous runs of equal bag id
 starts = np.flatnonzero(np.r_[True, bag_id[1:] != bag_id[:-1]])
-ptr = np.r_[starts, len(bag_id)]
+sizes = np.diff(np.r_[starts, len(bag_id)])
 y = (lab[starts] > 0).astype(int)
 mean = X.mean(axis=0)
 sd = np.sqrt(((X - mean) ** 2).mean(axis=0))
 sd[sd < 10 * np.finfo(float).eps * np.maximum(1.0, np.abs(mean))] = 1.0
 X = (X - mean) / sd
-n, d = X.shape
-B = ptr.size - 1
-sizes = np.diff(ptr)
-bag = np.repeat(np.arange(B), sizes)
-pos = y == 1
-inst_pos = pos[bag]
-# kent-yu costs, C = 1
-n_neg_inst = int((~inst_pos).sum())
-costs = np.where(pos, 1.0, pos.sum() / max(n_neg_inst, 1))
-# valid big-M: W (||z_i - c_I|| + max_k ||z_k - c_I||), W = sqrt(2 F0)
-F0 = min(costs.sum(), 2 * costs[pos].sum(), 2 * costs[~pos].sum())
-cent = np.add.reduceat(X, ptr[:-1], axis=0) / sizes[:, None]
-dist = np.linalg.norm(X - np.repeat(cent, sizes, axis=0), axis=1)
-L = np.sqrt(2 * F0) * (dist + np.repeat(np.maximum.reduceat(dist, ptr[:-1]), sizes))
-zrows = np.flatnonzero(inst_pos & (sizes[bag] >= 2))
-nz = zrows.size
-ncol = d + 1 + B + nz
-sign = np.where(inst_pos, 1.0, -1.0)
-A1 = sp.hstack([sp.csr_matrix(X * sign[:, None]), sp.csr_matrix(sign[:, None]),
-                sp.csr_matrix((np.ones(n), (np.arange(n), bag)), shape=(n, B)),
-                sp.csr_matrix((L[zrows], (zrows, np.arange(nz))), shape=(n, nz))], format="csr")
-cb = np.unique(bag[zrows])
-A2 = sp.csr_matrix((np.ones(nz), (np.searchsorted(cb, bag[zrows]), d + 1 + B + np.arange(nz))), shape=(cb.size, ncol))
-A = sp.vstack([A1, A2], format="csc")
-row_lb = np.r_[np.ones(n), np.full(cb.size, -np.inf)]
-row_ub = np.r_[np.full(n, np.inf), sizes[cb] - 1.0]
-col_lb = np.r_[np.full(d + 1, -np.inf), np.zeros(B + nz)]
-col_ub = np.r_[np.full(d + 1 + B, np.inf), np.ones(nz)]
-c = np.r_[np.zeros(d + 1), costs, np.zeros(nz)]
-lp = highspy.HighsLp()
-lp.num_col_, lp.num_row_ = ncol, A.shape[0]
-lp.col_cost_, lp.col_lower_, lp.col_upper_ = c, col_lb, col_ub
-lp.row_lower_, lp.row_upper_ = row_lb, row_ub
-lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
-lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = ncol, A.shape[0]
-lp.integrality_ = [highspy.HighsVarType.kContinuous] * (d + 1 + B) + [highspy.HighsVarType.kInteger] * nz
-hess = highspy.HighsHessian()
-hess.dim_, hess.format_ = ncol, highspy.HessianFormat.kTriangular
-hess.start_ = np.r_[np.arange(d + 1), np.full(ncol - d + 0, d)].astype(np.int32)
-hess.index_ = np.arange(d, dtype=np.int32)
-hess.value_ = np.ones(d)
-model = highspy.HighsModel()
-model.lp_, model.hessian_ = lp, hess
+m = bigm_arrays(X, np.repeat(np.arange(sizes.size), sizes), y)
+ncol, d = m["c"].size, m["d"]
+Q = sp.csc_matrix((np.ones(d), (np.arange(d), np.arange(d))), shape=(ncol, ncol))
 h = highspy.Highs()
 h.setOptionValue("output_flag", False)
-h.passModel(model)
+h.passModel(highs_model(m["c"], m["A"], m["row_lb"], m["row_ub"], m["col_lb"], m["col_ub"], m["integrality"], Q))
 h.writeModel(out)
 '''
+
+
+def direct_source() -> str:
+    """The direct script: the matrix assembly and the highspy model of ``writer_speed.py``
+    (their source, so that the process imports nothing from milopt or the benchmarks)."""
+    import inspect
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import writer_speed
+
+    head, _, tail = DIRECT.partition("path, out = ")
+    return (head + "\n\n" + inspect.getsource(writer_speed.bigm_arrays) + "\n\n" +
+            inspect.getsource(writer_speed.highs_model) + "\n\npath, out = " + tail)
 
 
 def _run(cmd) -> float:
@@ -126,7 +98,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         direct_py = os.path.join(tmp, "direct.py")
         with open(direct_py, "w") as fh:
-            fh.write(DIRECT)
+            fh.write(direct_source())
         f_m, f_d = os.path.join(tmp, "milopt.mps"), os.path.join(tmp, "direct.mps")
         cli = [sys.executable, "-m", "milopt.cli", "export", "misvm-bigm", "--data", args.data, "-o", f_m]
         direct = [sys.executable, direct_py, csv, f_d]

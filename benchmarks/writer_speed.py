@@ -28,16 +28,15 @@ import numpy as np
 import scipy.sparse as sp
 
 
-def bigm_form(data: str = "musk2", q: str = "identity"):
-    """The MI-SVM big-M MIQP (C = 1) of ``data`` as a MatrixForm (scipy only)."""
-    from milopt.data import load
-    from milopt.matrix import MatrixForm
-    from milopt.metrics import standardize
+def bigm_arrays(X, bag, y):
+    """The big-M MI-SVM MIQP (Kent & Yu eq. 5; C = 1, ``kent-yu`` costs, the provably valid
+    per-instance big-M) of standardised instances ``X`` (bags contiguous, ``bag[i]`` the bag of
+    instance i) with bag labels ``y``, from numpy and scipy.sparse alone.
 
-    bags = standardize(load(data))
-    X = np.asarray(bags.X, float)
-    bag = np.asarray(bags.bag_index)
-    y = np.asarray(bags.y)
+    Columns ``w`` (d), ``b``, ``xi`` (one per bag), ``z`` (one per instance of a positive bag
+    with at least two instances); rows: one margin row per instance, one cardinality row per
+    bag holding z columns.  ``benchmarks/startup.py`` runs this function's source in a process
+    that imports nothing from milopt.  Returns a dict of the arrays and index sets."""
     n, d = X.shape
     B = int(bag.max()) + 1
     sizes = np.bincount(bag, minlength=B)
@@ -46,6 +45,7 @@ def bigm_form(data: str = "musk2", q: str = "identity"):
     inst_pos = pos[bag]
     n_neg = int((~inst_pos).sum())
     costs = np.where(pos, 1.0, pos.sum() / max(n_neg, 1))
+    # valid big-M: W (||z_i - c_I|| + max_k ||z_k - c_I||), W = sqrt(2 F0)
     F0 = min(costs.sum(), 2 * costs[pos].sum(), 2 * costs[~pos].sum())
     cent = np.add.reduceat(X, ptr[:-1], axis=0) / sizes[:, None]
     dist = np.linalg.norm(X - np.repeat(cent, sizes, axis=0), axis=1)
@@ -60,7 +60,49 @@ def bigm_form(data: str = "musk2", q: str = "identity"):
     cb = np.unique(bag[zrows])
     A2 = sp.csr_matrix((np.ones(nz), (np.searchsorted(cb, bag[zrows]), d + 1 + B + np.arange(nz))),
                        shape=(cb.size, ncol))
-    A = sp.vstack([A1, A2], format="csr")
+    return {"d": d, "B": B, "zrows": zrows, "cb": cb, "c": np.r_[np.zeros(d + 1), costs, np.zeros(nz)],
+            "A": sp.vstack([A1, A2], format="csr"),
+            "row_lb": np.r_[np.ones(n), np.full(cb.size, -np.inf)], "row_ub": np.r_[np.full(n, np.inf), sizes[cb] - 1.0],
+            "col_lb": np.r_[np.full(d + 1, -np.inf), np.zeros(B + nz)],
+            "col_ub": np.r_[np.full(d + 1 + B, np.inf), np.ones(nz)],
+            "integrality": np.r_[np.zeros(d + 1 + B, bool), np.ones(nz, bool)]}
+
+
+def highs_model(c, A, row_lb, row_ub, col_lb, col_ub, integrality, Q, names=None):
+    """A ``highspy.HighsModel`` of the problem (column-wise ``A``, lower triangle of ``Q``,
+    ``names`` = (column names, row names) when given); ``benchmarks/startup.py`` runs this
+    function's source too."""
+    import highspy
+
+    Ac = sp.csc_matrix(A)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = Ac.shape[1], Ac.shape[0]
+    lp.col_cost_, lp.col_lower_, lp.col_upper_ = c, col_lb, col_ub
+    lp.row_lower_, lp.row_upper_ = row_lb, row_ub
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = Ac.indptr, Ac.indices, Ac.data
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = Ac.shape[1], Ac.shape[0]
+    lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in integrality]
+    if names is not None:
+        lp.col_names_, lp.row_names_ = list(names[0]), list(names[1])
+    Lq = sp.tril(Q, format="csc")
+    hess = highspy.HighsHessian()
+    hess.dim_, hess.format_ = Ac.shape[1], highspy.HessianFormat.kTriangular
+    hess.start_, hess.index_, hess.value_ = Lq.indptr, Lq.indices, Lq.data
+    model = highspy.HighsModel()
+    model.lp_, model.hessian_ = lp, hess
+    return model
+
+
+def bigm_form(data: str = "musk2", q: str = "identity"):
+    """The MI-SVM big-M MIQP (C = 1) of ``data`` as a MatrixForm (scipy only)."""
+    from milopt.data import load
+    from milopt.matrix import MatrixForm
+    from milopt.metrics import standardize
+
+    bags = standardize(load(data))
+    m = bigm_arrays(np.asarray(bags.X, float), np.asarray(bags.bag_index), np.asarray(bags.y))
+    d, ncol = m["d"], m["c"].size
     if q == "dense":
         rng = np.random.default_rng(0)
         G = rng.standard_normal((d, d)) / np.sqrt(d)
@@ -69,12 +111,11 @@ def bigm_form(data: str = "musk2", q: str = "identity"):
         Qw = np.eye(d)
     Q = sp.block_diag([sp.csc_matrix(Qw), sp.csc_matrix((ncol - d, ncol - d))], format="csc")
     return MatrixForm(
-        c=np.r_[np.zeros(d + 1), costs, np.zeros(nz)], c0=0.0, Q=Q, A=A,
-        row_lb=np.r_[np.ones(n), np.full(cb.size, -np.inf)], row_ub=np.r_[np.full(n, np.inf), sizes[cb] - 1.0],
-        col_lb=np.r_[np.full(d + 1, -np.inf), np.zeros(B + nz)], col_ub=np.r_[np.full(d + 1 + B, np.inf), np.ones(nz)],
-        integrality=np.r_[np.zeros(d + 1 + B, bool), np.ones(nz, bool)],
-        col_names=[f"w[{j}]" for j in range(d)] + ["b"] + [f"xi[{i}]" for i in range(B)] + [f"z[{i}]" for i in zrows],
-        row_names=[f"margin[{i}]" for i in range(n)] + [f"card[{i}]" for i in cb],
+        c=m["c"], c0=0.0, Q=Q, A=m["A"], row_lb=m["row_lb"], row_ub=m["row_ub"], col_lb=m["col_lb"],
+        col_ub=m["col_ub"], integrality=m["integrality"],
+        col_names=[f"w[{j}]" for j in range(d)] + ["b"] + [f"xi[{i}]" for i in range(m["B"])] +
+                  [f"z[{i}]" for i in m["zrows"]],
+        row_names=[f"margin[{i}]" for i in range(m["A"].shape[0] - m["cb"].size)] + [f"card[{i}]" for i in m["cb"]],
         comment=f"MI-SVM big-M MIQP, {data}, C=1, Q={q}")
 
 
@@ -87,24 +128,8 @@ def highs_write(mf, path):
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     try:
-        Ac = sp.csc_matrix(mf.A)
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = mf.n_cols, Ac.shape[0]
-        lp.col_cost_, lp.col_lower_, lp.col_upper_ = mf.c, mf.col_lb, mf.col_ub
-        lp.row_lower_, lp.row_upper_ = mf.row_lb, mf.row_ub
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = Ac.indptr, Ac.indices, Ac.data
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = mf.n_cols, Ac.shape[0]
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-                           for i in mf.integrality]
-        lp.col_names_ = list(mf.col_names)
-        lp.row_names_ = list(mf.row_names)
-        Lq = sp.tril(mf.Q, format="csc")
-        hess = highspy.HighsHessian()
-        hess.dim_, hess.format_ = mf.n_cols, highspy.HessianFormat.kTriangular
-        hess.start_, hess.index_, hess.value_ = Lq.indptr, Lq.indices, Lq.data
-        model = highspy.HighsModel()
-        model.lp_, model.hessian_ = lp, hess
+        model = highs_model(mf.c, mf.A, mf.row_lb, mf.row_ub, mf.col_lb, mf.col_ub, mf.integrality, mf.Q,
+                            (mf.col_names, mf.row_names))
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.passModel(model)

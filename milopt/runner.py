@@ -297,11 +297,10 @@ def _select(spec, params, seed, Btr: Bags, grid: dict, inner_cv: int, metric: st
     return dict(best), scores
 
 
-def build_formulation(formulation: str, data: str, params: dict | None = None, bags: Bags | None = None):
-    """Load data and build a formulation; returns (model, bags, params, build_seconds).
-
-    ``params`` are validated against the formulation's declaration (strings from ``--set``
-    are typed) before the data are loaded; the returned params are the typed ones given."""
+def _prepare(formulation: str, data: str, params: dict | None, bags: Bags | None):
+    """(formulation, typed params, loader): the parameters are validated against the
+    formulation's declaration (strings from ``--set`` are typed) before any data are loaded;
+    ``loader()`` loads (unless ``bags`` are given) and standardises the bags."""
     from milopt.models import formulation as get_formulation
 
     form = get_formulation(formulation)
@@ -313,10 +312,21 @@ def build_formulation(formulation: str, data: str, params: dict | None = None, b
         if "unknown key" in str(exc):
             raise InvalidParameterError(f"{exc}, {', '.join(DATA_KEYS)}") from None
         raise
-    if bags is None:
-        bags = load(data, coords=coords, header=header)
-    if scale:
-        bags = standardize(bags)
+
+    def loader():
+        b = load(data, coords=coords, header=header) if bags is None else bags
+        return standardize(b) if scale else b
+
+    return form, typed, loader
+
+
+def build_formulation(formulation: str, data: str, params: dict | None = None, bags: Bags | None = None):
+    """Load data and build a formulation; returns (model, bags, params, build_seconds).
+
+    ``params`` are validated against the formulation's declaration (strings from ``--set``
+    are typed) before the data are loaded; the returned params are the typed ones given."""
+    form, typed, loader = _prepare(formulation, data, params, bags)
+    bags = loader()
     t0 = time.perf_counter()
     model = form.make_model(bags, **typed)
     return model, bags, typed, time.perf_counter() - t0
@@ -364,8 +374,8 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
     (``--set warm_start=...`` and the flag must agree)."""
     from milopt.models import formulation as get_formulation
     from milopt.params import parse_bool
-    from milopt.solvers import get_backend, model_size, solve
-    from milopt.solvers.driver import check_supported, classify
+    from milopt.solvers import get_backend
+    from milopt.solvers.driver import check_supported
 
     form = get_formulation(formulation)
     import milopt.metrics  # noqa: F401  (imports are process start-up, not part of the budget)
@@ -389,48 +399,29 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
             raise InvalidParameterError("warm_start: --set warm_start and --warm-start/--no-warm-start disagree")
         params["warm_start"] = given
         warm_start = None
-    from milopt.solvers.budget import TimeLimitReached, alarm_at, expired_result
+    if warm_start and form.default_start is None:
+        raise InvalidParameterError(f"{formulation} has no default warm start; solve without --warm-start")
+    from milopt.models.info import info as model_info
+    from milopt.solvers.pipeline import build_and_solve
 
-    try:  # loading and building are stopped at the time limit too (the solver never starts)
-        with alarm_at(None if time_limit is None else t_start + time_limit):
-            model, bags, typed, build_s = build_formulation(formulation, data, params, bags)
-    except TimeLimitReached:
-        out = expired_result(time_limit, t_start, solver).to_dict(log=False)
+    form, typed, loader = _prepare(formulation, data, params, bags)
+    run = build_and_solve(form, loader, typed, solver, time_limit=time_limit, t_start=t_start, warm_start=warm_start,
+                          interrupt=True, mip_gap=gap, threads=threads, verbose=verbose, options=options)
+    out = run.result.to_dict(log=False)
+    if run.stage == "build":  # the time limit passed while loading and building (the solver never started)
         out.update({"formulation": formulation, "params": dict(params or {}), "model_size": None, "data": None,
-                    "build_seconds": time.perf_counter() - t_start, "warm_start_seconds": 0.0, "sense": ""})
+                    "build_seconds": run.build_seconds, "warm_start_seconds": 0.0, "sense": ""})
         return out
-    if solver != "auto":
-        cls, feats = classify(model)
-        check_supported(get_backend(solver), cls, feats, form.name)
-    start_s = 0.0
-    if warm_start is None:
-        warm_start = bool(getattr(model, "_milopt_start", False))
-    elif warm_start:
-        start = form.default_start
-        if start is None:
-            raise InvalidParameterError(f"{formulation} has no default warm start; solve without --warm-start")
-        t0 = time.perf_counter()
-        start(model)
-        start_s = time.perf_counter() - t0
-    if time_limit is not None:
-        from milopt.solvers.budget import remaining_or_expired
-
-        time_limit, expired = remaining_or_expired(time_limit, t_start, solver)
-        if expired is not None:
-            out = expired.to_dict(log=False)
-            out.update({"formulation": formulation, "params": typed, "model_size": model_size(model), "data": data_info(bags),
-                        "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model)})
-            return out
-    res = solve(model, solver, time_limit=time_limit, mip_gap=gap, threads=threads, verbose=verbose, options=options,
-                warm_start=warm_start)
-    out = res.to_dict(log=False)
     # the matrix form is extracted once, by the driver, which reports its size; backends that take
     # the Pyomo model itself (bnb) get it measured here
-    size = out["extra"].pop("model_size", None) or model_size(model)
-    out.update({"formulation": formulation, "params": typed, "model_size": size, "data": data_info(bags),
-                "build_seconds": build_s, "warm_start_seconds": start_s, "sense": objective_sense(model),
-                "warm_start": bool(warm_start)})
-    meta = getattr(model, "_milopt_meta", None) or {}
+    out.update({"formulation": formulation, "params": typed, "model_size": run.model_size(),
+                "data": data_info(run.bags), "build_seconds": run.build_seconds,
+                "warm_start_seconds": run.start_seconds, "sense": objective_sense(run.model)})
+    out["extra"].pop("model_size", None)
+    if run.stage == "budget":  # the budget was spent before the solver started
+        return out
+    out["warm_start"] = bool(run.warm_start)
+    meta = model_info(run.model).meta or {}
     if meta.get("incumbent") is not None:
         out["warm_start_objective"] = meta["incumbent"]
     return out

@@ -35,6 +35,7 @@ from milopt.params import ParamSet
 #: public name -> module (relative to milopt.models): the built-in catalogue
 FORMULATIONS = {
     "misvm-bigm": "misvm_bigm",
+    "misvm-kernel-bigm": "misvm_kernel_bigm",
     "misvm-hull": "misvm_hull",
     "batchsvm-lp": "batchsvm_lp",
     "batchprob-lp": "batchprob_lp",

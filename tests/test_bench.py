@@ -20,8 +20,9 @@ from bench_configs import sleep_config
 from milopt.bench.config import BenchWarning, load_config, run_id
 from milopt.bench.plan import expand
 from milopt.bench.harness import RunStore, run_bench
-from milopt.bench.report import (performance_profile, performance_ratios, shifted_geomean, solu_entries,
-                                 summary_table, time_matrix, write_report)
+from milopt.bench.report import write_report
+from milopt.bench.report_tables import (performance_profile, performance_ratios, shifted_geomean, solu_entries,
+                                        summary_table, time_matrix)
 from milopt.bench.runs import load_runs
 from milopt.bench.solu import read_solu
 from milopt.errors import InvalidParameterError

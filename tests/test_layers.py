@@ -68,8 +68,9 @@ def _milopt(*args):
 
 
 @pytest.mark.highs
-def test_a_formulation_is_one_new_file(recipe_module):
-    """No other edit: ``milopt list`` shows it with its keys, ``milopt solve`` solves it."""
+def test_a_formulation_is_one_new_file(recipe_module, tmp_path):
+    """No other edit: ``milopt list`` shows it with its keys, ``milopt solve`` solves it,
+    ``milopt export`` writes it and ``milopt fit`` fits it."""
     listed = _milopt("list", "--json")
     forms = listed["formulations"]
     entry = forms[recipe_module] if isinstance(forms, dict) else next(f for f in forms if f.get("name") == recipe_module)
@@ -77,6 +78,13 @@ def test_a_formulation_is_one_new_file(recipe_module):
     out = _milopt("solve", recipe_module, "--data", "gen:kent-yu?scenario=1&bags=10&seed=0", "--solver", "highs",
                   "--set", "C=2", "--json")
     assert out["termination"] == "optimal" and out["objective"] > 0
+    f = tmp_path / "recipe.lp"
+    exported = _milopt("export", recipe_module, "--data", "gen:kent-yu?scenario=1&bags=10&seed=0", "-o", str(f),
+                       "--json")
+    assert f.is_file() and all(exported["model_size"][k] == out["model_size"][k] for k in ("variables", "constraints"))
+    fitted = _milopt("fit", recipe_module, "--data", "gen:kent-yu?scenario=1&bags=10&seed=0", "--cv", "2",
+                     "--set", "solver=highs", "--json")
+    assert all(r["termination"] == "optimal" for r in fitted["folds"])
 
 
 def test_discovery_reads_without_importing(recipe_module):

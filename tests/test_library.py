@@ -188,7 +188,7 @@ def test_primal_integral_by_hand():
 
 
 def test_contender_styles_stay_apart_beyond_ten(tmp_path):
-    from milopt.bench.report import contender_style, plot_profile
+    from milopt.bench.report_plots import contender_style, plot_profile
 
     styles = [tuple(contender_style(k).values()) for k in range(16)]
     assert len(set(styles)) == 16

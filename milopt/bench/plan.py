@@ -7,6 +7,7 @@ a suite of the instance library (:mod:`milopt.bench.library`).
 from __future__ import annotations
 
 import warnings
+from types import SimpleNamespace
 
 from milopt.errors import InvalidParameterError
 from milopt.bench.config import (SUITE_GAP, SUITE_TIME_LIMIT, BenchWarning, Run, _int_list, _resolve_imports,
@@ -46,63 +47,12 @@ def expand(cfg: dict, *, warn=True) -> list[Run]:
         if warn:
             warnings.warn(msg, BenchWarning, stacklevel=3)
 
-    runs: list[Run] = []
-    for e in cfg.get("solve", []):
-        f = e["formulation"]
-        if f not in forms:
-            say(f"bench: formulation {f!r} is not available here; skipped (available: {', '.join(sorted(forms))})")
-            continue
-        sol_names = _str_list(e.get("solvers", sorted(inst)), "solvers", "solve")
-        tl = float(e.get("time_limit", top_tl))
-        gap = e.get("gap", top_gap)
-        for s in sol_names:
-            sc = solver_cfg.get(s, {})
-            backend = sc.get("backend", s)
-            if backend not in known_backends:
-                say(f"bench: unknown solver {s!r} (backend {backend!r}); its runs are skipped (known: "
-                    f"{', '.join(sorted(known_backends))}; define variants as [solvers.NAME] backend = \"scip\")")
-                continue
-            if backend not in inst:
-                say(f"bench: solver {s!r} is not installed; its runs are skipped")
-                continue
-            options = dict(sc.get("options", {}))
-            threads = sc.get("threads", top_threads)
-            accepted = set(getattr(forms[f], "PARAMS", {})) | {"coords", "scale"}
-            for params in grid(e.get("params", {})):
-                unknown = [k for k in params if k not in accepted]
-                if unknown:
-                    raise InvalidParameterError(f"solve {f}: unknown parameter(s) {unknown}; accepted: "
-                                                f"{', '.join(sorted(accepted))}")
-                for d in _str_list(e.get("data", top_data), "data", "solve"):
-                    for seed in _int_list(e.get("seeds", top_seeds), "seeds", "solve"):
-                        spec = {"kind": "solve", "formulation": f, "data": d, "params": params, "solver": s,
-                                "backend": backend, "options": options, "threads": threads, "time_limit": tl,
-                                "gap": gap, "seed": seed}
-                        runs.append(Run(spec, s, kill_for(e, tl), imports, iso, run_id(spec)))
+    ctx = SimpleNamespace(cfg=cfg, say=say, kill_for=kill_for, imports=imports, iso=iso, top_tl=top_tl,
+                          top_gap=top_gap, top_seeds=top_seeds, top_folds=top_folds, top_data=top_data)
+    runs = _solve_runs(ctx, forms, inst, known_backends, solver_cfg, top_threads)
     if cfg.get("suite"):
         runs += suite_runs(cfg, say, imports, iso, kill_for, inst, known_backends, solver_cfg, top_threads)
-    for e in cfg.get("fit", []):
-        m = e["method"]
-        if m not in meths:
-            say(f"bench: method {m!r} is not available here; skipped (available: {', '.join(sorted(meths))})")
-            continue
-        keys = meths[m].keys()
-        tl = float(e.get("time_limit", top_tl))
-        folds = int(e.get("folds", top_folds))
-        for params in grid(e.get("params", {})):
-            unknown = [k for k in params if k not in keys and k not in ("coords", "scale")]
-            if unknown:
-                raise InvalidParameterError(f"fit {m}: unknown parameter(s) {unknown}; accepted: {', '.join(keys)}")
-            label = e.get("label") or (f"{m}[{params_label(params)}]" if params else m)
-            full = dict(params)
-            if "time_limit" in keys and "time_limit" not in full:
-                full["time_limit"] = tl
-            for d in _str_list(e.get("data", top_data), "data", "fit"):
-                for seed in _int_list(e.get("seeds", top_seeds), "seeds", "fit"):
-                    for fold in range(folds):
-                        spec = {"kind": "fit", "method": m, "data": d, "params": full, "folds": folds,
-                                "fold": fold, "seed": seed, "time_limit": tl}
-                        runs.append(Run(spec, label, kill_for(e, tl), imports, iso, run_id(spec)))
+    runs += _fit_runs(ctx, meths)
     if not runs:
         raise InvalidParameterError("bench: the configuration yields no runnable run (every formulation, method "
                                     "or solver it names is unavailable); see the warnings above")
@@ -115,6 +65,72 @@ def expand(cfg: dict, *, warn=True) -> list[Run]:
     return uniq
 
 
+
+
+def _solve_runs(ctx, forms, inst, known_backends, solver_cfg, top_threads) -> list:
+    """The runs of the ``[[solve]]`` entries: formulation x solver x parameters x data x seed."""
+    runs = []
+    for e in ctx.cfg.get("solve", []):
+        f = e["formulation"]
+        if f not in forms:
+            ctx.say(f"bench: formulation {f!r} is not available here; skipped (available: {', '.join(sorted(forms))})")
+            continue
+        sol_names = _str_list(e.get("solvers", sorted(inst)), "solvers", "solve")
+        tl = float(e.get("time_limit", ctx.top_tl))
+        gap = e.get("gap", ctx.top_gap)
+        for s in sol_names:
+            sc = solver_cfg.get(s, {})
+            backend = sc.get("backend", s)
+            if backend not in known_backends:
+                ctx.say(f"bench: unknown solver {s!r} (backend {backend!r}); its runs are skipped (known: "
+                    f"{', '.join(sorted(known_backends))}; define variants as [solvers.NAME] backend = \"scip\")")
+                continue
+            if backend not in inst:
+                ctx.say(f"bench: solver {s!r} is not installed; its runs are skipped")
+                continue
+            options = dict(sc.get("options", {}))
+            threads = sc.get("threads", top_threads)
+            accepted = set(getattr(forms[f], "PARAMS", {})) | {"coords", "scale"}
+            for params in grid(e.get("params", {})):
+                unknown = [k for k in params if k not in accepted]
+                if unknown:
+                    raise InvalidParameterError(f"solve {f}: unknown parameter(s) {unknown}; accepted: "
+                                                f"{', '.join(sorted(accepted))}")
+                for d in _str_list(e.get("data", ctx.top_data), "data", "solve"):
+                    for seed in _int_list(e.get("seeds", ctx.top_seeds), "seeds", "solve"):
+                        spec = {"kind": "solve", "formulation": f, "data": d, "params": params, "solver": s,
+                                "backend": backend, "options": options, "threads": threads, "time_limit": tl,
+                                "gap": gap, "seed": seed}
+                        runs.append(Run(spec, s, ctx.kill_for(e, tl), ctx.imports, ctx.iso, run_id(spec)))
+    return runs
+
+
+def _fit_runs(ctx, meths) -> list:
+    """The runs of the ``[[fit]]`` entries: method x parameters x data x seed x fold."""
+    runs = []
+    for e in ctx.cfg.get("fit", []):
+        m = e["method"]
+        if m not in meths:
+            ctx.say(f"bench: method {m!r} is not available here; skipped (available: {', '.join(sorted(meths))})")
+            continue
+        keys = meths[m].keys()
+        tl = float(e.get("time_limit", ctx.top_tl))
+        folds = int(e.get("folds", ctx.top_folds))
+        for params in grid(e.get("params", {})):
+            unknown = [k for k in params if k not in keys and k not in ("coords", "scale")]
+            if unknown:
+                raise InvalidParameterError(f"fit {m}: unknown parameter(s) {unknown}; accepted: {', '.join(keys)}")
+            label = e.get("label") or (f"{m}[{params_label(params)}]" if params else m)
+            full = dict(params)
+            if "time_limit" in keys and "time_limit" not in full:
+                full["time_limit"] = tl
+            for d in _str_list(e.get("data", ctx.top_data), "data", "fit"):
+                for seed in _int_list(e.get("seeds", ctx.top_seeds), "seeds", "fit"):
+                    for fold in range(folds):
+                        spec = {"kind": "fit", "method": m, "data": d, "params": full, "folds": folds,
+                                "fold": fold, "seed": seed, "time_limit": tl}
+                        runs.append(Run(spec, label, ctx.kill_for(e, tl), ctx.imports, ctx.iso, run_id(spec)))
+    return runs
 
 
 def suite_runs(cfg, say, imports, iso, kill_for, inst, known_backends, solver_cfg, top_threads) -> list:
@@ -148,7 +164,7 @@ def suite_runs(cfg, say, imports, iso, kill_for, inst, known_backends, solver_cf
             if backend not in known_backends or backend not in inst:
                 continue
             b = get_backend(backend)
-            if cls and not b.supports(cls, tuple(feats), li.formulation if b.formulations else None):
+            if cls and not b.supports(cls, tuple(feats), li.formulation):
                 continue
             spec = {"kind": "solve", "formulation": li.formulation, "data": li.data, "params": dict(li.params),
                     "solver": s, "backend": backend, "options": dict(sc.get("options", {})),

@@ -41,15 +41,10 @@ from milopt.errors import InvalidParameterError
 
 from milopt.bench.runs import _STR_COLS, load_runs
 from milopt.bench.solu import read_solu, read_solu_full, write_solu
-# The public functions of the report live in two modules and are importable from here
-# (``from milopt.bench.report import summary_table, plot_profile, ...``).
-from milopt.bench.report_tables import (OPT_GAP, SHIFT, capped_gaps, charged_times, class_sgm_table,  # noqa: F401
-                                        class_table, fit_quality_table, instance_table, markdown_table,
-                                        performance_profile, performance_ratios, primal_integrals,
-                                        shifted_geomean, solu_entries, solved_mask, summary_table, time_matrix,
-                                        virtual_best, _assessed, _cell, _labels, _pm, _trajectory)
-from milopt.bench.report_plots import (COLOURS, LINESTYLES, MARKERS, _plt, contender_style,  # noqa: F401
-                                       plot_gap_over_time, plot_gaps, plot_profile)
+from milopt.bench.report_tables import (SHIFT, class_sgm_table, class_table, fit_quality_table, instance_table,
+                                        markdown_table, performance_profile, primal_integrals, solu_entries,
+                                        summary_table, time_matrix, _labels)
+from milopt.bench.report_plots import plot_gap_over_time, plot_gaps, plot_profile
 
 
 def load_tables(sources, external=(), time_limit=None) -> pd.DataFrame:
@@ -96,15 +91,7 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
     srcs = ([folder] if folder is not None else []) + [Path(x) for x in (sources or [])]
     outdir = Path(out) if out is not None else (folder if folder is not None else Path("report"))
     outdir.mkdir(parents=True, exist_ok=True)
-    meta = {}
-    for sdir in srcs:
-        if (sdir / "bench.json").is_file():
-            m = json.loads((sdir / "bench.json").read_text())
-            if not meta:
-                meta = m
-            else:
-                meta["runs"] = list(meta.get("runs", [])) + list(m.get("runs", []))
-                meta["instances"] = sorted(set(meta.get("instances", [])) | set(m.get("instances", [])))
+    meta = _merged_meta(srcs)
     df = load_tables(srcs, external, meta.get("time_limit"))
     if df.empty:
         raise InvalidParameterError(f"{folder}/runs.csv has no finished runs yet")
@@ -123,26 +110,7 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
     fail_cols = ["run_id", "kind", "contender", "problem", "outcome", "termination", "time", "time_limit", "failure"]
     unsolved[fail_cols].to_csv(outdir / "failures.csv", index=False)
     files["failures_csv"] = str(outdir / "failures.csv")
-    labels = _labels(df)
-    profiles = {}
-    suite_problems = [f"{i}#s0" for i in meta.get("instances", [])] or None
-    for kind, title in (("solve", "solvers"), ("fit", "fit methods: time only")):
-        tm = time_matrix(df, kind, suite_problems if kind == "solve" else None)
-        if tm.shape[0] >= 1 and tm.shape[1] >= 2:
-            p = outdir / f"profile_{kind}.png"
-            plot_profile(tm, p, f"performance profile of {title}", labels)
-            files[f"profile_{kind}"] = str(p)
-            taus, prof = performance_profile(tm, [1, 2, 4, 8, 16])
-            profiles[kind] = {"problems": int(tm.shape[0]), "rho": {c: prof[c].tolist() for c in prof.columns},
-                              "taus": [1, 2, 4, 8, 16]}
-    if plot_gaps(df, outdir / "gaps.png"):
-        files["gaps"] = str(outdir / "gaps.png")
-    pint = primal_integrals(df, refs)
-    if len(pint):
-        pint.to_csv(outdir / "primal_integrals.csv", index=False)
-        files["primal_integrals_csv"] = str(outdir / "primal_integrals.csv")
-    if plot_gap_over_time(df, refs, outdir / "gap_time.png"):
-        files["gap_time"] = str(outdir / "gap_time.png")
+    profiles, pint = _profiles_and_plots(df, refs, meta, outdir, files)
     existing = read_solu(solu_in if solu_in is not None else outdir / "best.solu")
     trusted = df[~df["failure"].str.contains("wrong optimum|not verified|no .sol verifies", regex=True)]
     entries, conflicts = solu_entries(trusted, existing)
@@ -152,6 +120,45 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
     planned = len(meta.get("runs", [])) or len(df)
     gaps = sorted({float(g) for g in df.get("gap_limit", pd.Series(dtype=float)).dropna() if str(g) != ""})
     tls = sorted({float(t) for t in df["time_limit"].dropna()})
+    md = _md_header(meta, folder, srcs, external, df, planned, gaps, tls, shift)
+    solve_s = summ[summ["kind"] == "solve"].dropna(axis=1, how="all") if len(summ) else summ
+    fit_s = summ[summ["kind"] == "fit"].dropna(axis=1, how="all") if len(summ) else summ
+    fl = df[df["flag"].fillna("") != ""]
+    md += _md_solvers(df, solve_s, unsolved, fl, profiles, pint, shift, outdir, files)
+    it = instance_table(df)
+    if not it.empty:
+        md += ["## Solves per instance", "", "![gaps](gaps.png)", ""]
+        md.append(markdown_table(it))
+    md += _md_fits(df, fit_s, profiles, shift)
+    md += ["## Best known objectives", "", f"`best.solu`: {len(entries)} instance(s).", ""]
+    if conflicts:
+        md += ["**Conflicts:**", ""] + [f"- {c}" for c in conflicts] + [""]
+    (outdir / "summary.md").write_text("\n".join(md))
+    files["summary_md"] = str(outdir / "summary.md")
+    return {"runs": len(df), "planned": planned, "summary": json.loads(summ.to_json(orient="records")),
+            "failures": json.loads(unsolved[fail_cols].to_json(orient="records")),
+            "flags": json.loads(fl[["contender", "problem", "flag"]].to_json(orient="records")),
+            "gap_limits": gaps, "profiles": profiles, "files": files, "solu_entries": len(entries),
+            "primal_integrals": json.loads(pint.to_json(orient="records")),
+            "conflicts": conflicts}
+
+
+def _merged_meta(srcs) -> dict:
+    """The ``bench.json`` of the first source, its runs and instances merged with the others'."""
+    meta = {}
+    for sdir in srcs:
+        if (sdir / "bench.json").is_file():
+            m = json.loads((sdir / "bench.json").read_text())
+            if not meta:
+                meta = m
+            else:
+                meta["runs"] = list(meta.get("runs", [])) + list(m.get("runs", []))
+                meta["instances"] = sorted(set(meta.get("instances", [])) | set(m.get("instances", [])))
+    return meta
+
+
+def _md_header(meta, folder, srcs, external, df, planned, gaps, tls, shift) -> list:
+    """The report's title, what was run, and how solved runs and the means are defined."""
     md = [f"# milopt bench report: {meta.get('name') or (folder.name if folder else 'external')}", ""]
     if meta.get("suite"):
         md.append(f"Library suite `{meta['suite']}`: {len(meta.get('instances', []))} instance(s).")
@@ -177,8 +184,13 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
            "the smallest `sgm_common` (the fair comparison when contenders were given different problems); the "
            "virtual best is not a contender (its ratios below 1 show what picking the fastest per problem would "
            "gain).", ""]
-    solve_s = summ[summ["kind"] == "solve"].dropna(axis=1, how="all") if len(summ) else summ
-    fit_s = summ[summ["kind"] == "fit"].dropna(axis=1, how="all") if len(summ) else summ
+    return md
+
+
+def _md_solvers(df, solve_s, unsolved, fl, profiles, pint, shift, outdir, files) -> list:
+    """The solver sections: summary, per-class tables (also written to ``summary_by_class.csv``),
+    failures, flags, performance profile, primal integrals."""
+    md = []
     if len(solve_s):
         md += ["## Solvers", ""]
         md.append(markdown_table(solve_s))
@@ -202,7 +214,6 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
         md += ["## Failures (solves not counted as solved, with the reason)", ""]
         md.append(markdown_table(fs[["contender", "problem", "outcome", "termination", "failure"]].assign(
             failure=lambda x: x["failure"].str.slice(0, 200))))
-    fl = df[df["flag"].fillna("") != ""]
     if len(fl):
         md += ["## Flags", ""]
         md.append(markdown_table(fl[["contender", "problem", "flag"]]))
@@ -225,10 +236,12 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
         piv = pint.pivot_table(index="problem", columns="contender", values="primal_integral", aggfunc="first")
         piv.loc["mean"] = piv.mean()
         md.append(markdown_table(piv.reset_index()))
-    it = instance_table(df)
-    if not it.empty:
-        md += ["## Solves per instance", "", "![gaps](gaps.png)", ""]
-        md.append(markdown_table(it))
+    return md
+
+
+def _md_fits(df, fit_s, profiles, shift) -> list:
+    """The fit-method sections: quality first, then counts and times."""
+    md = []
     if len(fit_s):
         md += ["## Fit methods: quality first", "",
                "Bag AUC and accuracy on held-out folds (mean ± standard deviation), then time. A time profile "
@@ -243,14 +256,30 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
         md += ["## Failed runs (fits)", ""]
         md.append(markdown_table(bad[["run_id", "contender", "problem", "outcome", "error"]].assign(
             error=lambda x: x["error"].str.slice(0, 160))))
-    md += ["## Best known objectives", "", f"`best.solu`: {len(entries)} instance(s).", ""]
-    if conflicts:
-        md += ["**Conflicts:**", ""] + [f"- {c}" for c in conflicts] + [""]
-    (outdir / "summary.md").write_text("\n".join(md))
-    files["summary_md"] = str(outdir / "summary.md")
-    return {"runs": len(df), "planned": planned, "summary": json.loads(summ.to_json(orient="records")),
-            "failures": json.loads(unsolved[fail_cols].to_json(orient="records")),
-            "flags": json.loads(fl[["contender", "problem", "flag"]].to_json(orient="records")),
-            "gap_limits": gaps, "profiles": profiles, "files": files, "solu_entries": len(entries),
-            "primal_integrals": json.loads(pint.to_json(orient="records")),
-            "conflicts": conflicts}
+    return md
+
+
+def _profiles_and_plots(df, refs, meta, outdir, files) -> tuple:
+    """Performance profiles (solvers; fit methods by time), the gap plots and the primal
+    integrals: written to ``outdir`` (recorded in ``files``); returns (profiles, primal integrals)."""
+    labels = _labels(df)
+    profiles = {}
+    suite_problems = [f"{i}#s0" for i in meta.get("instances", [])] or None
+    for kind, title in (("solve", "solvers"), ("fit", "fit methods: time only")):
+        tm = time_matrix(df, kind, suite_problems if kind == "solve" else None)
+        if tm.shape[0] >= 1 and tm.shape[1] >= 2:
+            p = outdir / f"profile_{kind}.png"
+            plot_profile(tm, p, f"performance profile of {title}", labels)
+            files[f"profile_{kind}"] = str(p)
+            taus, prof = performance_profile(tm, [1, 2, 4, 8, 16])
+            profiles[kind] = {"problems": int(tm.shape[0]), "rho": {c: prof[c].tolist() for c in prof.columns},
+                              "taus": [1, 2, 4, 8, 16]}
+    if plot_gaps(df, outdir / "gaps.png"):
+        files["gaps"] = str(outdir / "gaps.png")
+    pint = primal_integrals(df, refs)
+    if len(pint):
+        pint.to_csv(outdir / "primal_integrals.csv", index=False)
+        files["primal_integrals_csv"] = str(outdir / "primal_integrals.csv")
+    if plot_gap_over_time(df, refs, outdir / "gap_time.png"):
+        files["gap_time"] = str(outdir / "gap_time.png")
+    return profiles, pint

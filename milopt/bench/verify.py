@@ -116,9 +116,11 @@ def _special_violation(model) -> tuple[float, str]:
         vals = sorted((abs(v.value or 0.0) for v in sos.get_variables()), reverse=True)
         if len(vals) > 1 and vals[1] > worst:
             worst, where = vals[1], f"SOS1 {sos.name}"
-    for blk in getattr(model, "_milopt_indicators", None) or ():
+    from milopt.models.info import info
+
+    for blk in info(model).indicators or ():
         try:
-            zs, rows = blk["binaries"], list(blk["rows"]._milopt_rows.datas)  # see milopt.solvers.scip_native
+            zs, rows = blk["binaries"], list(blk["rows"]._milopt_rows.datas)  # see milopt.solvers.extract
         except (TypeError, KeyError, AttributeError):
             continue
         for z, row in zip(zs, rows):

@@ -89,31 +89,32 @@ def solve_verified(spec: dict, *, time_limit=None, gap=None, params=None, seed=0
     import time
 
     from milopt.bench.verify import verify_model
-    from milopt.runner import build_formulation, data_info, objective_sense
-    from milopt.solvers import classify, model_size, solve
+    from milopt.runner import _prepare, data_info, objective_sense
+    from milopt.solvers.pipeline import build_and_solve
 
     t0 = time.perf_counter()
     backend = spec.get("backend", spec["solver"])
-    model, bags, typed, build_s = build_formulation(spec["formulation"], spec["data"], params)
-    cls, _feats = classify(model)
-    # a formulation that computed a start while building (misvm-bigm warm_start) hands it on
-    warm = bool(getattr(model, "_milopt_start", False))
-    remaining, expired = None, None
-    if time_limit is not None:
-        from milopt.solvers.budget import remaining_or_expired
+    form, typed, loader = _prepare(spec["formulation"], spec["data"], params, None)
+    trace = False
 
-        remaining, expired = remaining_or_expired(float(time_limit), t0, backend)
-    opts = dict(options or {})
-    trace = backend == "scip" and cls.startswith("MI")
-    if trace:
-        opts.setdefault("display/freq", 50)
-    res = expired if expired is not None else solve(model, backend, time_limit=remaining, mip_gap=gap, threads=threads,
-                                                    verbose=trace, options=opts, warm_start=warm)
+    def scip_display(model, cls):  # SCIP on integer problems: its display lines give the trajectory
+        nonlocal trace
+        trace = backend == "scip" and cls.startswith("MI")
+        opts = dict(options or {})
+        if trace:
+            opts.setdefault("display/freq", 50)
+        return {"verbose": trace, "options": opts}
+
+    # a formulation that computed a start while building (misvm-bigm warm_start) hands it on
+    run = build_and_solve(form, loader, typed, backend, time_limit=None if time_limit is None else float(time_limit),
+                          t_start=t0, warm_start=None, mip_gap=gap, threads=threads, before_solve=scip_display)
+    res, model = run.result, run.model
     out = res.to_dict(log=False)
-    size = out["extra"].pop("model_size", None) or model_size(model)  # the driver's extraction, else measured
-    out.update({"formulation": spec["formulation"], "params": typed, "model_size": size, "data": data_info(bags),
-                "build_seconds": build_s, "sense": objective_sense(model),
-                "run_time": time.perf_counter() - t0, "solver_time_limit": remaining, "warm_start": warm})
+    size = out["extra"].pop("model_size", None) or run.model_size()  # the driver's extraction, else measured
+    out.update({"formulation": spec["formulation"], "params": typed, "model_size": size, "data": data_info(run.bags),
+                "build_seconds": run.build_seconds, "sense": objective_sense(model),
+                "run_time": time.perf_counter() - t0, "solver_time_limit": run.solver_time_limit,
+                "warm_start": run.warm_start})
     # the incumbents the backend recorded as it found them (seconds on the solver's clock,
     # objective), else those read from SCIP's display lines; [t, dual bound or None, incumbent]
     found = (res.extra or {}).get("trajectory")

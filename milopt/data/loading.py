@@ -223,9 +223,10 @@ def read_mil_csv(path, *, name=None, coords: int = 0, header=None) -> Bags:
         raise InvalidDataError(f"header: expected true, false or auto, got {header!r}")
     where = str(path)
     try:
-        # round_trip: every double reads back exactly (pandas' default parser may be off by an ulp)
-        df = pd.read_csv(path, header=None, compression="infer", low_memory=False, skipinitialspace=True,
-                         float_precision="round_trip")
+        # every double must read back exactly: pandas < 3's default parser may be off by an ulp
+        # (round_trip fixes it); pandas 3 parses exactly by default and deprecates the option
+        exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+        df = pd.read_csv(path, header=None, compression="infer", low_memory=False, skipinitialspace=True, **exact)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError, EOFError,
             ValueError) as exc:
         msg = " ".join(str(exc).split())[:200]

@@ -65,10 +65,6 @@ def user_classes(y, bags: Bags) -> np.ndarray:
     return raw if raw.size == internal.size else internal
 
 
-#: accepted values of ``class_weight`` with scikit-learn's meaning over bags (:func:`class_weights`)
-CLASS_WEIGHTS = ("balanced", "none")
-
-
 def class_weights(y, class_weight) -> np.ndarray | None:
     r"""Per-bag weights of ``class_weight`` over bag labels ``y`` (None for ``'none'``).
 

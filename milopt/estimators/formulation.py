@@ -98,39 +98,22 @@ class FormulationClassifier(MILClassifier):
         """(start point or None, extra build keywords).  The default start is set on the model."""
         return None, {}
 
-    def _apply_start(self, form, model, point) -> bool:
-        if point is not None:
-            form.warm_start(model, *point)
-            return True
-        if "warm_start" in form.params:  # the formulation builds its own start
-            return bool(getattr(model, "_milopt_meta", {}).get("warm_start", self.warm_start))
-        if self.warm_start and form.default_start is not None:
-            form.default_start(model)
-            return True
-        return False
-
     def _fallback(self, point):
         return None
 
     # -- fit --------------------------------------------------------------------
     def _fit(self, bags):
-        from milopt.solvers import solve
+        from milopt.solvers.pipeline import build_and_solve
 
         form = self._get_formulation()
         SOLVER_PARAMS.validate({k: getattr(self, k) for k in SOLVER_PARAMS}, type(self).__name__)
         typed = form.validate(self._model_params())
         t_start = time.perf_counter()  # time_limit covers the start, the build and the solve
         point, extra = self._start(bags, typed) if self.warm_start else (None, {})
-        model = form.make_model(bags, **typed, **extra)
-        started = self._apply_start(form, model, point)
-        limit, res = self.time_limit, None
-        if limit is not None:
-            from milopt.solvers.budget import remaining_or_expired
-
-            limit, res = remaining_or_expired(float(limit), t_start, self.solver)
-        if res is None:
-            res = solve(model, self.solver, time_limit=limit, mip_gap=self.mip_gap, threads=self.threads,
-                        warm_start=started)
+        run = build_and_solve(form, bags, typed, self.solver, time_limit=self.time_limit, t_start=t_start,
+                              warm_start=bool(self.warm_start), point=point, build_kw=extra, mip_gap=self.mip_gap,
+                              threads=self.threads, refuse_early=False)
+        model, res = run.model, run.result
         if res.ok:
             self.solution_ = form.decode(model)
         else:

@@ -440,6 +440,7 @@ class MISMMMIQP(MILClassifier):
         from milopt.algorithms.mi_heuristics import misvm_alternate
         from milopt.features.nystrom import NystromMap, stratified_sample
         from milopt.models import misvm_bigm as mod
+        from milopt.numerics import misvm_objective
         from milopt.solvers import solve
 
         _need_samples(bags, "mismm-miqp")
@@ -462,7 +463,7 @@ class MISMMMIQP(MILClassifier):
                                random_state=self.random_state, X=Phi)
         w0 = Phi.T @ (heur["alpha"] * heur["y"])
         b0 = heur["b"]
-        obj0 = mod.objective_value(fb, w0, b0, self.C, self.class_weight)
+        obj0 = misvm_objective(fb, w0, b0, self.C, self.class_weight)
         model = mod.build(fb, C=self.C, class_weight=self.class_weight, upper_bound=obj0)
         mod.warm_start(model, w0, b0)
         res = solve(model, self.solver, time_limit=self.time_limit, mip_gap=self.mip_gap, threads=self.threads,
@@ -472,7 +473,7 @@ class MISMMMIQP(MILClassifier):
         objective = obj0
         if res.ok:
             sol = mod.decode(model)
-            obj = mod.objective_value(fb, sol["w"], sol["b"], self.C, self.class_weight)
+            obj = misvm_objective(fb, sol["w"], sol["b"], self.C, self.class_weight)
             if obj <= obj0 + 1e-9 * max(1.0, abs(obj0)):
                 self.coef_, self.intercept_, objective, used = sol["w"], float(sol["b"]), obj, "miqp"
         elif res.status is None:

@@ -11,6 +11,11 @@ file name in its header.
 >>> from milopt.io import write                                   # doctest: +SKIP
 >>> write(mf, "model.mps.gz")                                     # doctest: +SKIP
 {'variables': ..., 'file': 'model.mps.gz', 'bytes': ..., 'format': 'mps', 'compressed': True}
+
+Formats are registered here, in one place: :data:`FORMATS` maps a file suffix to the writer,
+a function ``chunks(mf) -> iterable of bytes`` (named as ``"module:function"`` for the
+built-in ones, imported when first used).  A plugin adds one with :func:`register_format`;
+``milopt export F.ext`` then writes ``.ext`` (and ``.ext.gz``) files.
 """
 from __future__ import annotations
 
@@ -22,35 +27,52 @@ from pathlib import Path
 
 from milopt.errors import InvalidParameterError
 
-__all__ = ["write", "write_mps", "write_lp", "FORMATS"]
+__all__ = ["write", "write_mps", "write_lp", "FORMATS", "register_format", "format_of"]
 
-FORMATS = ("mps", "lp")
+#: file suffix -> writer ``chunks(mf) -> iterable of bytes`` (or its ``"module:function"`` name)
+FORMATS: dict = {"mps": "milopt.io.mps:mps_chunks", "lp": "milopt.io.lp:lp_chunks"}
 #: gzip level of ``.gz`` files: on MUSK2's big-M model (47.5 MB of MPS) level 3 takes 0.24 s CPU
 #: for 6.7 MB, zlib's default 6 takes 0.81 s for 5.6 MB
 GZIP_LEVEL = 3
 
 
-def _format_of(path) -> tuple:
-    """(format, compressed) from a file name ending ``.mps``, ``.lp``, optionally ``.gz``."""
+def register_format(suffix: str, chunks) -> None:
+    """Register a file format: files whose name ends ``.suffix`` (optionally ``.gz``) are
+    written by ``chunks(mf)``, which returns the file's bytes as an iterable of ``bytes``
+    (compression, atomic replacement and file objects are handled here)."""
+    suffix = str(suffix).lower().lstrip(".")
+    if not suffix or "." in suffix or suffix == "gz":
+        raise InvalidParameterError(f"register_format: expected a suffix such as 'mps', got {suffix!r}")
+    if not callable(chunks):
+        raise InvalidParameterError(f"register_format {suffix!r}: the writer must be a function chunks(mf)")
+    FORMATS[suffix] = chunks
+
+
+def _suffixes() -> str:
+    return " or ".join("." + f for f in FORMATS)
+
+
+def format_of(path) -> tuple:
+    """(format, compressed) from a file name ending in a registered suffix, optionally ``.gz``."""
     name = str(path).lower()
     gz = name.endswith(".gz")
     if gz:
         name = name[:-3]
-    for fmt in FORMATS:
+    for fmt in sorted(FORMATS, key=len, reverse=True):
         if name.endswith("." + fmt):
             return fmt, gz
-    raise InvalidParameterError(f"output file {str(path)!r}: expected a name ending .mps or .lp "
+    raise InvalidParameterError(f"output file {str(path)!r}: expected a name ending {_suffixes()} "
                                 "(optionally followed by .gz)")
 
 
-def _chunks(mf, fmt: str) -> list:
-    if fmt == "mps":
-        from milopt.io.mps import mps_chunks
+def _chunks(mf, fmt: str):
+    writer = FORMATS[fmt]
+    if isinstance(writer, str):
+        import importlib
 
-        return mps_chunks(mf)
-    from milopt.io.lp import lp_chunks
-
-    return lp_chunks(mf)
+        module, func = writer.split(":")
+        writer = FORMATS[fmt] = getattr(importlib.import_module(module), func)
+    return writer(mf)
 
 
 def _gzip(chunks, raw) -> None:
@@ -132,14 +154,14 @@ def write_lp(mf, dest, compress: bool | None = None) -> int:
 
 
 def write(mf, path) -> dict:
-    """Write ``mf`` to ``path``, the format chosen by its suffix (``.mps``, ``.lp``, each
-    optionally ``.gz``).
+    """Write ``mf`` to ``path``, the format chosen by its suffix (``.mps``, ``.lp`` or a
+    registered one, each optionally ``.gz``).
 
     Returns
     -------
     dict
-        ``mf.size()`` plus ``file`` (the path), ``bytes`` (file size), ``format`` (``"mps"`` or
-        ``"lp"``) and ``compressed``.
+        ``mf.size()`` plus ``file`` (the path), ``bytes`` (file size), ``format`` (the suffix,
+        e.g. ``"mps"``) and ``compressed``.
 
     Raises
     ------
@@ -148,7 +170,7 @@ def write(mf, path) -> dict:
     InvalidDataError
         The model holds NaN or bounds that cross.
     """
-    fmt, gz = _format_of(path)
+    fmt, gz = format_of(path)
     nbytes = _emit(_chunks(mf, fmt), path, gz)
     info = dict(mf.size())
     info.update({"file": str(path), "bytes": int(nbytes), "format": fmt, "compressed": gz})

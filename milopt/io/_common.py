@@ -197,6 +197,64 @@ class Rows:
 OBJ_NAME = "obj"
 
 
+def row_senses(lo, hi):
+    """Type letter (``E``, ``G``, ``L``; ``N`` for a free row), right-hand side and range (NaN
+    when none) of each written row ``lo <= a'x <= hi``: the one reading of row bounds behind
+    both writers (MPS writes a ranged row with ``RANGES``; the LP writer splits them first)."""
+    m = lo.size
+    typ = np.full(m, b"N", dtype="S1")
+    rhs = np.zeros(m)
+    rng = np.full(m, np.nan)
+    flo, fhi = np.isfinite(lo), np.isfinite(hi)
+    eq = flo & fhi & (lo == hi)
+    ge = flo & ~fhi
+    le = ~flo & fhi
+    both = flo & fhi & (lo < hi)
+    typ[eq], rhs[eq] = b"E", lo[eq]
+    typ[ge], rhs[ge] = b"G", lo[ge]
+    typ[le], rhs[le] = b"L", hi[le]
+    if both.any():
+        # a G row [rhs, rhs + R] with rhs = lo, or an L row [rhs - R, rhs] with rhs = hi; R is
+        # hi - lo or one of its neighbouring doubles, whichever makes the far bound read back exactly
+        k = np.flatnonzero(both)
+        l, h = lo[k], hi[k]
+        w0 = h - l
+        r_g = np.full(k.size, np.nan)
+        r_l = np.full(k.size, np.nan)
+        for w in (w0, np.nextafter(w0, INF), np.nextafter(w0, 0), np.nextafter(np.nextafter(w0, INF), INF),
+                  np.nextafter(np.nextafter(w0, 0), 0)):
+            ok = np.isnan(r_g) & (l + w == h) & (w > 0)
+            r_g[ok] = w[ok]
+            ok = np.isnan(r_l) & (h - w == l) & (w > 0)
+            r_l[ok] = w[ok]
+        use_l = np.isnan(r_g) & ~np.isnan(r_l)
+        typ[k] = np.where(use_l, b"L", b"G")
+        rhs[k] = np.where(use_l, h, l)
+        rng[k] = np.where(use_l, r_l, np.where(np.isnan(r_g), w0, r_g))
+    return typ, rhs, rng
+
+
+@dataclass(frozen=True)
+class ColumnKinds:
+    """Boolean masks over columns: finite lower / upper bound, ``fixed`` (lb = ub), ``binary``
+    (integer, not fixed, bounds exactly [0, 1]) and ``free`` (no finite bound)."""
+
+    flo: np.ndarray
+    fhi: np.ndarray
+    fixed: np.ndarray
+    binary: np.ndarray
+    free: np.ndarray
+
+
+def column_kinds(lb, ub, integ) -> ColumnKinds:
+    """The :class:`ColumnKinds` of the columns (both writers' BOUNDS sections read these)."""
+    lb, ub = np.asarray(lb, float), np.asarray(ub, float)
+    flo, fhi = np.isfinite(lb), np.isfinite(ub)
+    fixed = flo & fhi & (lb == ub)
+    return ColumnKinds(flo, fhi, fixed, np.asarray(integ, bool) & ~fixed & (lb == 0) & (ub == 1), ~flo & ~fhi)
+
+
+
 def _split(lo, hi, split):
     """Indices into the source rows, bounds and name suffixes of the written rows: a ranged
     row (``-inf < lo < hi < inf``) becomes a ``>= lo`` row (``_lo``) and a ``<= hi`` row

@@ -44,8 +44,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.io._common import (as_bytes, assemble, check_form, column_names, header_lines, num,
-                               num_field, num_strings, rows_as_written, sos_names)
+from milopt.io._common import (as_bytes, assemble, check_form, column_kinds, column_names, header_lines, num,
+                               num_field, num_strings, row_senses, rows_as_written, sos_names)
 
 __all__ = ["lp_chunks"]
 
@@ -71,18 +71,12 @@ def _terms(rowptr, cols, vals, colS, n_rows):
     return blob, offs[rowptr]
 
 
-def _rhs_text(lo, hi):
-    """`` <= u`` / `` >= l`` / `` = v`` of each row (rows with two finite, different bounds are
-    split before this point)."""
-    out = []
-    for a, b in zip(num_strings_or_none(lo), num_strings_or_none(hi)):
-        if a is not None and b is not None and a == b:
-            out.append(f" = {a}\n")
-        elif a is not None:
-            out.append(f" >= {a}\n")
-        else:
-            out.append(f" <= {b}\n")
-    return out
+def _rhs_text(lo, hi) -> list:
+    """`` <= u`` / `` >= l`` / `` = v`` of each row (:func:`~milopt.io._common.row_senses`; rows
+    with two finite, different bounds are split before this point)."""
+    typ, rhs, _ = row_senses(np.asarray(lo, float), np.asarray(hi, float))
+    op = {b"E": " = ", b"G": " >= ", b"L": " <= "}
+    return [f"{op[t]}{v}\n" for t, v in zip(typ.tolist(), num_strings(rhs))]
 
 
 def num_strings_or_none(v):
@@ -114,38 +108,44 @@ def _quad_bracket(ii, jj, vv, cols, scale_offdiag: float) -> str:
     return " + [" + "".join(parts) + " ]"
 
 
-def lp_chunks(mf) -> list:
-    """The LP file of ``mf`` as a list of ``bytes`` chunks (see the module docstring)."""
-    check_form(mf)
-    n = mf.n_cols
-    cols = column_names(mf)
-    rows = rows_as_written(mf, split_linear_ranges=True)
-    colS = as_bytes(cols)
-    lb = np.asarray(mf.col_lb, float)
-    ub = np.asarray(mf.col_ub, float)
-    integ = np.asarray(mf.integrality, dtype=bool)
-    c = np.asarray(mf.c, float)
+def _bounds_sections(mf, cols, lb, ub, integ) -> list:
+    """The ``Bounds`` (a line per column not at the default [0, inf) and not binary),
+    ``Generals`` and ``Binaries`` sections (:func:`~milopt.io._common.column_kinds`, as the MPS
+    writer reads the bounds)."""
     out = []
-    head = header_lines(mf.comment, "\\")
-    head.append("Maximize" if mf.sense == -1 else "Minimize")
-    out.append(("\n".join(head) + "\n").encode("ascii"))
-
-    # ---- objective: every column, in order
-    blob, offs = _terms(np.array([0, n]), np.arange(n), c, colS, 1)
-    out.append(f" {rows.obj_name}:".encode("ascii"))
-    out.append(blob)
-    if mf.has_quadratic_objective():
-        U = sp.triu(sp.coo_matrix(mf.Q), format="csr")
-        U.sum_duplicates()
-        U.eliminate_zeros()
-        U.sort_indices()
-        ii = np.repeat(np.arange(n), np.diff(U.indptr))
-        out.append(("\n" + _quad_bracket(ii, U.indices, U.data, cols, 2.0) + " / 2").encode("ascii"))
+    # ---- bounds (:func:`~milopt.io._common.column_kinds`, as the MPS writer)
+    k = column_kinds(lb, ub, integ)
+    flo, fhi, fixed, binary = k.flo, k.fhi, k.fixed, k.binary
+    lbs, ubs = num_strings_or_none(lb), num_strings_or_none(ub)
+    line = {}
+    for j in np.flatnonzero(fixed).tolist():
+        line[j] = f" {cols[j]} = {lbs[j]}"
+    for j in np.flatnonzero(k.free).tolist():
+        line[j] = f" {cols[j]} free"
+    for j in np.flatnonzero(~flo & fhi).tolist():
+        line[j] = f" -inf <= {cols[j]} <= {ubs[j]}"
+    for j in np.flatnonzero(flo & fhi & ~fixed & ~binary).tolist():
+        line[j] = f" {lbs[j]} <= {cols[j]} <= {ubs[j]}"
+    for j in np.flatnonzero(flo & ~fhi & (lb != 0)).tolist():
+        line[j] = f" {cols[j]} >= {lbs[j]}"
+    lines = [line[j] for j in sorted(line)]
     if mf.c0 != 0:
-        c0 = float(mf.c0)
-        out.append(f"\n {'-' if c0 < 0 else '+'} {num(abs(c0))} {CONSTANT}".encode("ascii"))
-    out.append(b"\nSubject To\n")
+        lines.append(f" {CONSTANT} = 1")
+    if lines:
+        out.append(("Bounds\n" + "\n".join(lines) + "\n").encode("ascii"))
+    gen = [cols[j] for j in np.flatnonzero(integ & ~binary).tolist()]
+    if gen:
+        out.append(("Generals\n" + "\n".join(_wrap_names(gen)) + "\n").encode("ascii"))
+    bins = [cols[j] for j in np.flatnonzero(binary).tolist()]
+    if bins:
+        out.append(("Binaries\n" + "\n".join(_wrap_names(bins)) + "\n").encode("ascii"))
+    return out
 
+
+def _rows_section(mf, rows, cols, colS) -> bytes:
+    """The rows of ``Subject To``: linear, quadratic (terms in brackets), indicator
+    (``z = v ->``) rows, free linear rows left out; an empty row gets a ``0`` term."""
+    n = mf.n_cols
     # ---- rows: linear, quadratic, indicator (free linear rows left out)
     keep = np.flatnonzero(np.isfinite(rows.lo) | np.isfinite(rows.hi))
     B = sp.csr_matrix(rows.B)[keep]
@@ -181,36 +181,44 @@ def lp_chunks(mf) -> list:
                 ii = np.repeat(np.arange(n), np.diff(P.indptr))
                 pieces.append(("\n " + _quad_bracket(ii, P.indices, P.data, cols, 1.0)).encode("ascii"))
         pieces.append(tails[r].encode("ascii"))
-    out.append(b"".join(pieces))
+    return b"".join(pieces)
 
-    # ---- bounds
-    flo, fhi = np.isfinite(lb), np.isfinite(ub)
-    fixed = flo & fhi & (lb == ub)
-    binary = integ & ~fixed & (lb == 0) & (ub == 1)
-    lines = []
-    lbs, ubs = num_strings_or_none(lb), num_strings_or_none(ub)
-    for j in np.flatnonzero(~binary & ~(flo & (lb == 0) & ~fhi)).tolist():
-        nm = cols[j]
-        if fixed[j]:
-            lines.append(f" {nm} = {lbs[j]}")
-        elif not flo[j] and not fhi[j]:
-            lines.append(f" {nm} free")
-        elif not flo[j]:
-            lines.append(f" -inf <= {nm} <= {ubs[j]}")
-        elif fhi[j]:
-            lines.append(f" {lbs[j]} <= {nm} <= {ubs[j]}")
-        else:
-            lines.append(f" {nm} >= {lbs[j]}")
+
+def lp_chunks(mf) -> list:
+    """The LP file of ``mf`` as a list of ``bytes`` chunks (see the module docstring)."""
+    check_form(mf)
+    n = mf.n_cols
+    cols = column_names(mf)
+    rows = rows_as_written(mf, split_linear_ranges=True)
+    colS = as_bytes(cols)
+    lb = np.asarray(mf.col_lb, float)
+    ub = np.asarray(mf.col_ub, float)
+    integ = np.asarray(mf.integrality, dtype=bool)
+    c = np.asarray(mf.c, float)
+    out = []
+    head = header_lines(mf.comment, "\\")
+    head.append("Maximize" if mf.sense == -1 else "Minimize")
+    out.append(("\n".join(head) + "\n").encode("ascii"))
+
+    # ---- objective: every column, in order
+    blob, offs = _terms(np.array([0, n]), np.arange(n), c, colS, 1)
+    out.append(f" {rows.obj_name}:".encode("ascii"))
+    out.append(blob)
+    if mf.has_quadratic_objective():
+        U = sp.triu(sp.coo_matrix(mf.Q), format="csr")
+        U.sum_duplicates()
+        U.eliminate_zeros()
+        U.sort_indices()
+        ii = np.repeat(np.arange(n), np.diff(U.indptr))
+        out.append(("\n" + _quad_bracket(ii, U.indices, U.data, cols, 2.0) + " / 2").encode("ascii"))
     if mf.c0 != 0:
-        lines.append(f" {CONSTANT} = 1")
-    if lines:
-        out.append(("Bounds\n" + "\n".join(lines) + "\n").encode("ascii"))
-    gen = [cols[j] for j in np.flatnonzero(integ & ~binary).tolist()]
-    if gen:
-        out.append(("Generals\n" + "\n".join(_wrap_names(gen)) + "\n").encode("ascii"))
-    bins = [cols[j] for j in np.flatnonzero(binary).tolist()]
-    if bins:
-        out.append(("Binaries\n" + "\n".join(_wrap_names(bins)) + "\n").encode("ascii"))
+        c0 = float(mf.c0)
+        out.append(f"\n {'-' if c0 < 0 else '+'} {num(abs(c0))} {CONSTANT}".encode("ascii"))
+    out.append(b"\nSubject To\n")
+
+    out.append(_rows_section(mf, rows, cols, colS))
+
+    out += _bounds_sections(mf, cols, lb, ub, integ)
 
     # ---- SOS
     if mf.sos:

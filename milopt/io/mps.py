@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.io._common import (INF, as_bytes, assemble, check_form, column_names, header_lines,
+from milopt.io._common import (as_bytes, assemble, check_form, column_kinds, column_names, header_lines, row_senses,
                                num, num_bytes, num_field, num_strings, rows_as_written,
                                sos_names)
 
@@ -42,48 +42,10 @@ _MARK_END = b"    MARKER 'MARKER' 'INTEND'\n"
 _MAX_RUNS = 64
 
 
-def _row_types(lo, hi):
-    """Type letter, right-hand side and range of each written row (range NaN when none)."""
-    m = lo.size
-    typ = np.full(m, b"N", dtype="S1")
-    rhs = np.zeros(m)
-    rng = np.full(m, np.nan)
-    flo, fhi = np.isfinite(lo), np.isfinite(hi)
-    eq = flo & fhi & (lo == hi)
-    ge = flo & ~fhi
-    le = ~flo & fhi
-    both = flo & fhi & (lo < hi)
-    typ[eq], rhs[eq] = b"E", lo[eq]
-    typ[ge], rhs[ge] = b"G", lo[ge]
-    typ[le], rhs[le] = b"L", hi[le]
-    if both.any():
-        # a G row [rhs, rhs + R] with rhs = lo, or an L row [rhs - R, rhs] with rhs = hi; R is
-        # hi - lo or one of its neighbouring doubles, whichever makes the far bound read back exactly
-        k = np.flatnonzero(both)
-        l, h = lo[k], hi[k]
-        w0 = h - l
-        r_g = np.full(k.size, np.nan)
-        r_l = np.full(k.size, np.nan)
-        for w in (w0, np.nextafter(w0, INF), np.nextafter(w0, 0), np.nextafter(np.nextafter(w0, INF), INF),
-                  np.nextafter(np.nextafter(w0, 0), 0)):
-            ok = np.isnan(r_g) & (l + w == h) & (w > 0)
-            r_g[ok] = w[ok]
-            ok = np.isnan(r_l) & (h - w == l) & (w > 0)
-            r_l[ok] = w[ok]
-        use_l = np.isnan(r_g) & ~np.isnan(r_l)
-        typ[k] = np.where(use_l, b"L", b"G")
-        rhs[k] = np.where(use_l, h, l)
-        rng[k] = np.where(use_l, r_l, np.where(np.isnan(r_g), w0, r_g))
-    return typ, rhs, rng
-
-
 def _bounds(lb, ub, integ, colS):
     """The BOUNDS section as bytes (vectorised over columns)."""
-    n = lb.size
-    flo, fhi = np.isfinite(lb), np.isfinite(ub)
-    fixed = flo & fhi & (lb == ub)
-    binary = integ & ~fixed & (lb == 0) & (ub == 1)
-    free = ~flo & ~fhi
+    k = column_kinds(lb, ub, integ)
+    flo, fhi, fixed, binary, free = k.flo, k.fhi, k.fixed, k.binary, k.free
     rest = ~fixed & ~binary & ~free
     recs = []   # (column indices, order within the column, type, values or None)
     j = np.flatnonzero(fixed)
@@ -125,7 +87,6 @@ def _bounds(lb, ub, integ, colS):
 def mps_chunks(mf, name: str = "milopt") -> list:
     """The MPS file of ``mf`` as a list of ``bytes`` chunks (see the module docstring)."""
     check_form(mf)
-    n = mf.n_cols
     cols = column_names(mf)
     rows = rows_as_written(mf, split_linear_ranges=False)
     colS = as_bytes(cols)
@@ -142,14 +103,64 @@ def mps_chunks(mf, name: str = "milopt") -> list:
     head += ["ROWS", f" N {rows.obj_name}"]
     out.append(("\n".join(head) + "\n").encode("ascii"))
 
-    typ, rhs, rng = _row_types(rows.lo, rows.hi)
+    typ, rhs, rng = row_senses(rows.lo, rows.hi)
     m = typ.size
     blob, _ = assemble([b" ", typ, b" ", rowS[1:], b"\n"], m)
     out.append(blob)
 
+    out += _columns(rows.B, c, integ, colS, rowS)
+
+    # ---- RHS and RANGES
+    out.append(b"RHS\n")
+    if mf.c0 != 0:
+        out.append(f"    RHS {rows.obj_name} {num(-float(mf.c0))}\n".encode("ascii"))
+    k = np.flatnonzero((typ != b"N") & (rhs != 0))
+    blob, _ = assemble([b"    RHS ", rowS[k + 1], b" ", num_bytes(rhs[k]), b"\n"], k.size)
+    out.append(blob)
+    k = np.flatnonzero(~np.isnan(rng))
+    if k.size:
+        out.append(b"RANGES\n")
+        blob, _ = assemble([b"    RNG ", rowS[k + 1], b" ", num_bytes(rng[k]), b"\n"], k.size)
+        out.append(blob)
+
+    # ---- BOUNDS
+    bounds = _bounds(lb, ub, integ, colS)
+    if bounds:
+        out += [b"BOUNDS\n", bounds]
+
+    # ---- SOS
+    if mf.sos:
+        lines = ["SOS"]
+        for s, sn in zip(mf.sos, sos_names(mf, rows)):
+            lines.append(f" S{int(s.level)} {sn}")
+            idx = np.asarray(s.idx, dtype=np.int64)
+            for j, w in zip(idx.tolist(), num_strings_of(s.weights, idx.size)):
+                lines.append(f"    {cols[j]} {w}")
+        out.append(("\n".join(lines) + "\n").encode("ascii"))
+
+    out += _quadratic(mf, rows, colS)
+
+    # ---- INDICATORS
+    k = np.flatnonzero(rows.kind == 2)
+    if k.size:
+        src = rows.src[k]
+        zb = np.asarray(mf.ind_binary, np.int64)[src]
+        act = np.asarray(mf.ind_active, np.int64)[src]
+        out.append(b"INDICATORS\n")
+        blob, _ = assemble([b" IF ", rowS[k + 1], b" ", colS[zb], b" ", np.where(act == 1, b"1", b"0").astype("S1"),
+                            b"\n"], k.size)
+        out.append(blob)
+    out.append(b"ENDATA\n")
+    return out
+
+
+def _columns(B, c, integ, colS, rowS) -> list:
+    """The COLUMNS section: per column its objective entry first (an explicit 0 for a column
+    with no other entry), then its rows; runs of integer columns between ``MARKER`` lines."""
     # ---- COLUMNS: objective entry first (explicit 0 for a column with no other entry)
-    out.append(b"COLUMNS\n")
-    Bc = sp.csc_matrix(rows.B)
+    n = c.size
+    out = [b"COLUMNS\n"]
+    Bc = sp.csc_matrix(B)
     Bc.sort_indices()
     counts = np.diff(Bc.indptr)
     has_obj = (c != 0) | (counts == 0)
@@ -183,35 +194,14 @@ def mps_chunks(mf, name: str = "milopt") -> list:
             out += [blob[prev:s0], _MARK_ORG, blob[s0:e0], _MARK_END]
             prev = e0
         out.append(blob[prev:])
+    return out
 
-    # ---- RHS and RANGES
-    out.append(b"RHS\n")
-    if mf.c0 != 0:
-        out.append(f"    RHS {rows.obj_name} {num(-float(mf.c0))}\n".encode("ascii"))
-    k = np.flatnonzero((typ != b"N") & (rhs != 0))
-    blob, _ = assemble([b"    RHS ", rowS[k + 1], b" ", num_bytes(rhs[k]), b"\n"], k.size)
-    out.append(blob)
-    k = np.flatnonzero(~np.isnan(rng))
-    if k.size:
-        out.append(b"RANGES\n")
-        blob, _ = assemble([b"    RNG ", rowS[k + 1], b" ", num_bytes(rng[k]), b"\n"], k.size)
-        out.append(blob)
 
-    # ---- BOUNDS
-    bounds = _bounds(lb, ub, integ, colS)
-    if bounds:
-        out += [b"BOUNDS\n", bounds]
-
-    # ---- SOS
-    if mf.sos:
-        lines = ["SOS"]
-        for s, sn in zip(mf.sos, sos_names(mf, rows)):
-            lines.append(f" S{int(s.level)} {sn}")
-            idx = np.asarray(s.idx, dtype=np.int64)
-            for j, w in zip(idx.tolist(), num_strings_of(s.weights, idx.size)):
-                lines.append(f"    {cols[j]} {w}")
-        out.append(("\n".join(lines) + "\n").encode("ascii"))
-
+def _quadratic(mf, rows, colS) -> list:
+    """The QUADOBJ section (lower triangle of Q, column by column) and one QCMATRIX per written
+    quadratic row (symmetric, no 1/2)."""
+    n = mf.n_cols
+    out = []
     # ---- QUADOBJ: lower triangle, column by column
     if mf.has_quadratic_objective():
         L = sp.tril(sp.csc_matrix(mf.Q), format="csc")
@@ -242,18 +232,6 @@ def mps_chunks(mf, name: str = "milopt") -> list:
         blob, _ = assemble([b"    ", colS[pc], b" ", colS[P.indices], b" ", num_bytes(P.data), b"\n"],
                            P.nnz)
         out.append(blob)
-
-    # ---- INDICATORS
-    k = np.flatnonzero(rows.kind == 2)
-    if k.size:
-        src = rows.src[k]
-        zb = np.asarray(mf.ind_binary, np.int64)[src]
-        act = np.asarray(mf.ind_active, np.int64)[src]
-        out.append(b"INDICATORS\n")
-        blob, _ = assemble([b" IF ", rowS[k + 1], b" ", colS[zb], b" ", np.where(act == 1, b"1", b"0").astype("S1"),
-                            b"\n"], k.size)
-        out.append(blob)
-    out.append(b"ENDATA\n")
     return out
 
 

@@ -1,7 +1,9 @@
 r"""What the CPLEX, Gurobi and Xpress backends share (docs/backends.md).
 
 * :func:`row_kinds` sorts two-sided rows :math:`\ell \le a^\top x \le u` into the one-sided
-  kinds every API takes (equality, ``≤``, ``≥``, range, free);
+  kinds every API takes (equality, ``≤``, ``≥``, range, free); :func:`ranged_rows` gives them
+  as one row each with a sense and a range (CPLEX, Xpress), :func:`one_sided_rows` as their
+  one-sided pieces (indicator rows, Gurobi), :func:`native_rows` counts what a solver holds;
 * :class:`Incumbents` records the incumbent trajectory from a solver's callback, keeping only
   improving values in the model's sense (callbacks may also report a worse candidate);
 * :class:`Deadline` spends one time limit on the whole call: building the native model counts
@@ -65,6 +67,69 @@ def one_sided(lb: float, ub: float) -> list:
     if math.isfinite(lb):
         out.append(("G", float(lb)))
     return out
+
+
+def ranged_rows(lb, ub, range_from: str = "lb") -> tuple:
+    """Rows ``lb ≤ a'x ≤ ub`` as APIs with range rows take them, one row each:
+    ``(kept, sense, rhs, rng)`` for the non-free rows ``kept``, sense ``E``/``L``/``G``/``R``.
+
+    A range row (sense ``R``) is ``rhs ≤ a'x ≤ rhs + rng`` with ``range_from="lb"`` (CPLEX) and
+    ``rhs - rng ≤ a'x ≤ rhs`` with ``range_from="ub"`` (Xpress); ``rng = ub - lb`` either way."""
+    lb = np.asarray(lb, dtype=float)
+    ub = np.asarray(ub, dtype=float)
+    k = row_kinds(lb, ub)
+    sense = np.full(lb.size, "L")
+    sense[k.eq], sense[k.ge], sense[k.rng] = "E", "G", "R"
+    rhs = ub.copy()
+    lo = np.concatenate([k.eq, k.ge, k.rng] if range_from == "lb" else [k.eq, k.ge])
+    rhs[lo] = lb[lo]
+    rng = np.zeros(lb.size)
+    rng[k.rng] = ub[k.rng] - lb[k.rng]
+    kept = np.setdiff1d(np.arange(lb.size), k.free)
+    return kept, sense[kept], rhs[kept], rng[kept]
+
+
+def one_sided_rows(lb, ub) -> tuple:
+    """:func:`one_sided` of every row, vectorised: ``(row, sense, rhs)`` arrays of the pieces in
+    row order (a range row gives its ``L`` piece, then its ``G`` piece; free rows none)."""
+    lb = np.asarray(lb, dtype=float)
+    ub = np.asarray(ub, dtype=float)
+    k = row_kinds(lb, ub)
+    up = np.sort(np.concatenate([k.le, k.rng]))
+    down = np.sort(np.concatenate([k.ge, k.rng]))
+    row = np.concatenate([k.eq, up, down])
+    sense = np.concatenate([np.full(k.eq.size, "E"), np.full(up.size, "L"), np.full(down.size, "G")])
+    rhs = np.concatenate([lb[k.eq], ub[up], lb[down]])
+    order = np.argsort(2 * row + (sense == "G"), kind="stable")
+    return row[order], sense[order], rhs[order]
+
+
+def native_rows(mf, *, split_ranges: bool, split_quadratic_equalities: bool = False) -> int:
+    """Rows of a solver's model built from ``mf``: linear rows except free ones (a range as one
+    row, or two with ``split_ranges``), quadratic rows as their one-sided pieces (an equality as
+    two with ``split_quadratic_equalities``), indicator rows as their one-sided pieces."""
+    k = row_kinds(mf.row_lb, mf.row_ub)
+    rows = int(mf.A.shape[0] - k.free.size) + (int(k.rng.size) if split_ranges else 0)
+    if split_quadratic_equalities:
+        rows += sum(int(np.isfinite(r.ub)) + int(np.isfinite(r.lb)) for r in mf.qrows)
+    else:
+        rows += sum(len(one_sided(r.lb, r.ub)) for r in mf.qrows)
+    return rows + int(one_sided_rows(mf.ind_lb, mf.ind_ub)[0].size)
+
+
+def set_native(apply, options, solver: str, what: str) -> None:
+    """Pass native options through ``apply(name, value)``; a name or value the solver refuses
+    raises one :class:`~milopt.errors.InvalidParameterError` line naming ``solver`` and giving
+    ``what`` (the kind of name expected, with an example)."""
+    from milopt.errors import InvalidParameterError
+
+    for k, v in dict(options or {}).items():
+        try:
+            apply(str(k), v)
+        except InvalidParameterError:
+            raise
+        except Exception as exc:
+            raise InvalidParameterError(f"{solver} option {k}={v!r}: {one_line(exc)}; give {what}") from None
 
 
 def finite(v, big: float = BIG) -> np.ndarray:
@@ -194,6 +259,15 @@ def probe_once(key: str, probe) -> bool:
         return _PROBES[key]
 
 
+def licence_skip(message: str | None, key: str, probe) -> tuple[bool, str]:
+    """A backend's ``skip``: ``(True, message)`` when ``message`` (the instance's excess over the
+    size-limited licence, None when within it) applies because that licence is the installed
+    one (:func:`probe_once`); a full licence takes everything."""
+    if message is not None and probe_once(key, probe):
+        return True, message
+    return False, ""
+
+
 def _n(v: int) -> str:
     return f"{int(v):,}"
 
@@ -221,13 +295,6 @@ def one_line(exc: BaseException) -> str:
     """An exception as one line (its type and first non-empty message line)."""
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def native_options(apply, options) -> None:
-    """Pass native options through ``apply(name, value)``; a bad name or value raises the
-    caller's :class:`~milopt.errors.InvalidParameterError` via ``apply``."""
-    for k, v in dict(options or {}).items():
-        apply(str(k), v)
 
 
 def priority_columns(mf) -> tuple[np.ndarray, np.ndarray]:

@@ -2,10 +2,12 @@
 
 The algorithm lives in :mod:`milopt.algorithms.bnb` (search, bounds, heuristics, parallel
 node evaluation; proofs and figures in docs/exact_misvm.md).  This module only takes a
-``misvm-bigm`` model (norm l2) from the driver, reads its data and costs, hands the declared
-options (:data:`milopt.algorithms.bnb.PARAMS`, reachable as ``--set key=value``) to
-:func:`milopt.algorithms.bnb.solve_bags`, writes the solution (w, b, ξ, ζ) back into the model
-and returns the driver's :class:`~milopt.solvers.result.SolveResult`.
+``misvm-bigm`` model (norm l2) or a ``misvm-kernel-bigm`` model from the driver, reads its data,
+costs and (kernel model) Gram matrix, hands the declared options
+(:data:`milopt.algorithms.bnb.PARAMS`, reachable as ``--set key=value``) to
+:func:`milopt.algorithms.bnb.solve_bags` (``kernel=K`` for the kernel model), writes the solution
+(w, b, ξ, ζ; or β, b, ξ, ζ) back into the model and returns the driver's
+:class:`~milopt.solvers.result.SolveResult`.
 
 Ctrl-C during the search returns termination ``interrupted`` with the incumbent loaded into
 the model and the proven bound (``extra["interrupted_with_solution"]`` is true).
@@ -32,25 +34,38 @@ def _refuse(msg):
 
 
 def _run(model, opts):
-    """Driver backend: solve a ``misvm-bigm`` model (norm=l2) by branch and bound."""
-    import pyomo.environ as pe
-
+    """Driver backend: solve a ``misvm-bigm`` model (norm=l2) or a ``misvm-kernel-bigm`` model by
+    branch and bound."""
     from milopt.models import misvm_bigm as mod
-    from milopt.solvers.driver import finish
-    from milopt.solvers.result import Termination
 
     meta = getattr(model, "_milopt_meta", None)
     bags = getattr(model, "_milopt_bags", None)
-    if getattr(model, "name", "") != "misvm_bigm" or meta is None or bags is None:
-        _refuse(f"bnb solves MI-SVM only (formulation misvm-bigm, linear kernel); model {model.name!r} is not "
-                "one: use --solver scip")
+    name = getattr(model, "name", "")
+    if name not in ("misvm_bigm", "misvm_kernel_bigm") or meta is None or bags is None:
+        _refuse(f"bnb solves MI-SVM only (formulations misvm-bigm and misvm-kernel-bigm); model {model.name!r} is "
+                "not one: use --solver scip")
+    if name == "misvm_kernel_bigm":
+        from milopt.models import misvm_kernel_bigm as kmod
+
+        return _finish(model, opts, kmod, meta, bags, kernel=meta["K"])
     if meta.get("norm", "l2") != "l2":
         _refuse("bnb solves misvm-bigm with norm=l2 only (its node QPs are SVM duals); use --solver highs or scip "
                 "for norm=l1")
+    return _finish(model, opts, mod, meta, bags)
+
+
+def _finish(model, opts, mod, meta, bags, kernel=None):
+    """Run :func:`solve_bags` on the model's data and load its solution (``kernel``: the Gram
+    matrix of a ``misvm-kernel-bigm`` model; the solution is then β = coef)."""
+    import pyomo.environ as pe
+
+    from milopt.solvers.driver import finish
+    from milopt.solvers.result import Termination
+
     t_start = time.perf_counter()
     o = PARAMS.resolve(opts.get("options") or {}, "bnb options")
     starts = []
-    if opts.get("warm_start"):
+    if opts.get("warm_start") and kernel is None:
         d = meta["n_features"]
         wv = [pe.value(model.w[k], exception=False) for k in range(d)]
         if all(v is not None for v in wv):
@@ -58,10 +73,14 @@ def _run(model, opts):
     gap = opts.get("mip_gap")
     gap = 1e-4 if gap is None else float(gap)
     out = solve_bags(bags, C=meta["C"], class_weight=meta["class_weight"], costs=np.asarray(meta["costs"]),
-                     time_limit=opts.get("time_limit"), mip_gap=gap, starts=starts,
+                     time_limit=opts.get("time_limit"), mip_gap=gap, starts=starts, kernel=kernel,
                      verbose=bool(opts.get("verbose")), **o)
-    mod.warm_start(model, out["w"], out["b"])        # load w, b, ξ, ζ (witness = best instance)
-    obj_model = float(pe.value(model.obj))
+    if kernel is None:
+        mod.warm_start(model, out["w"], out["b"])        # load w, b, ξ, ζ (witness = best instance)
+        obj_model = float(pe.value(model.obj))
+    else:
+        mod.warm_start_point(model, out["coef"], out["b"])   # load β, b, ξ, ζ
+        obj_model = mod.model_objective(model)     # numpy: the n^2-term Pyomo expression is never built
     term = {"optimal": Termination.OPTIMAL, "time_limit": Termination.TIME_LIMIT,
             "iteration_limit": Termination.ITERATION_LIMIT,
             "interrupted": Termination.INTERRUPTED}[out["termination"]]
@@ -87,8 +106,9 @@ def _register():
 
     backend = Backend(
         name="bnb", classes=frozenset({"MIQP", "QP"}), module="numpy", generic=False, run=_run, version=_version,
-        formulations=("misvm-bigm",),
-        description="milopt's branch and bound over witness selections for MI-SVM (misvm-bigm, l2, linear)")
+        formulations=("misvm-bigm", "misvm-kernel-bigm"),
+        description="milopt's branch and bound over witness selections for MI-SVM (misvm-bigm with l2; "
+                    "misvm-kernel-bigm with any kernel)")
     backend.params = PARAMS     # declared native options: `--set key=value` reaches them (milopt.runner)
     register_backend(backend)
 

@@ -41,12 +41,12 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+import scipy.sparse as sp
 
-from milopt.errors import InvalidParameterError
 from milopt.solvers._commercial import (Deadline, Incumbents, csr_rows, error_result, finite, integer_codes, is_mip,
-                                        licence_message, native_options, one_line, one_sided, priority_columns,
-                                        probe_once, quiet_output, row_kinds, start_pairs)
-from milopt.solvers.backend import Backend, RawResult
+                                        licence_message, licence_skip, native_rows, one_line, one_sided, one_sided_rows,
+                                        priority_columns, quiet_output, ranged_rows, set_native, start_pairs)
+from milopt.solvers.backend import Backend, RawResult, map_status
 from milopt.solvers.result import Termination as T
 
 #: CPLEX solution status codes (CPX_STAT_*, CPXMIP_*) → Termination
@@ -110,11 +110,7 @@ def native_size(mf) -> tuple[int, int]:
     """Variables and constraints of the CPLEX model built from ``mf`` (the licence counts):
     linear rows except free ones (a range is one row), quadratic and indicator rows split into
     their one-sided pieces."""
-    kinds = row_kinds(mf.row_lb, mf.row_ub)
-    rows = int(mf.A.shape[0]) - int(kinds.free.size)
-    rows += sum(len(one_sided(r.lb, r.ub)) for r in mf.qrows)
-    rows += sum(len(one_sided(lo, hi)) for lo, hi in zip(mf.ind_lb, mf.ind_ub))
-    return int(mf.n_cols), rows
+    return int(mf.n_cols), native_rows(mf, split_ranges=False)
 
 
 def _quiet(c, verbose: bool) -> None:
@@ -158,11 +154,8 @@ def skip(mf, opts) -> tuple[bool, str]:
     """Refuse, before building, an instance over the Community Edition's limits when that is the
     installed edition (probed once); a full edition takes everything."""
     cols, rows = native_size(mf)
-    if cols <= COMMUNITY_VARIABLES and rows <= COMMUNITY_CONSTRAINTS:
-        return False, ""
-    if probe_once("cplex", _probe_community):
-        return True, _limit_message(mf)
-    return False, ""
+    over = cols > COMMUNITY_VARIABLES or rows > COMMUNITY_CONSTRAINTS
+    return licence_skip(_limit_message(mf) if over else None, "cplex", _probe_community)
 
 
 class _Candidates:
@@ -178,13 +171,9 @@ class _Candidates:
 
 def _set_param(c, name: str, value) -> None:
     obj = c.parameters
-    try:
-        for part in name.split("."):
-            obj = getattr(obj, part)
-        obj.set(value)
-    except Exception as exc:
-        raise InvalidParameterError(f"cplex option {name}={value!r}: {one_line(exc)}; give a CPLEX parameter path "
-                                    "as in the Python API, e.g. mip.strategy.search=1") from None
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    obj.set(value)
 
 
 def _build(c, mf, opts, incumbents: Incumbents) -> dict:
@@ -203,27 +192,10 @@ def _build(c, mf, opts, incumbents: Incumbents) -> dict:
         c.objective.set_quadratic([[il[a:b], vl[a:b]] for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist())])
 
     # linear rows: one CPLEX row each (a range is sense R: rhs ≤ a'x ≤ rhs + range)
-    m = int(mf.A.shape[0])
-    if m:
-        kinds = row_kinds(mf.row_lb, mf.row_ub)
-        sense = np.full(m, "L")
-        rhs = np.asarray(mf.row_ub, dtype=float).copy()
-        rng = np.zeros(m)
-        sense[kinds.eq] = "E"
-        sense[kinds.ge] = "G"
-        sense[kinds.rng] = "R"
-        lo = np.concatenate([kinds.eq, kinds.ge, kinds.rng])
-        rhs[lo] = np.asarray(mf.row_lb, dtype=float)[lo]
-        rng[kinds.rng] = np.asarray(mf.row_ub, dtype=float)[kinds.rng] - rhs[kinds.rng]
-        keep = np.ones(m, dtype=bool)
-        keep[kinds.free] = False
-        ptr, idx, val = csr_rows(mf.A)
-        il, vl, pl = idx.tolist(), val.tolist(), ptr.tolist()
-        rows = np.flatnonzero(keep).tolist()
-        if rows:
-            c.linear_constraints.add(lin_expr=[[il[pl[r]:pl[r + 1]], vl[pl[r]:pl[r + 1]]] for r in rows],
-                                     senses="".join(sense[keep].tolist()), rhs=rhs[keep].tolist(),
-                                     range_values=rng[keep].tolist())
+    rows, sense, rhs, rng = ranged_rows(mf.row_lb, mf.row_ub, range_from="lb")
+    if rows.size:
+        c.linear_constraints.add(lin_expr=_sparse_pairs(mf.A, rows), senses="".join(sense.tolist()),
+                                 rhs=rhs.tolist(), range_values=rng.tolist())
 
     for k, q in enumerate(mf.qrows):
         lin_i, lin_v = _merge(q.lin_idx, q.lin_val)
@@ -234,18 +206,12 @@ def _build(c, mf, opts, incumbents: Incumbents) -> dict:
                                         sense=sn, rhs=r, name=(q.name or f"q{k}") + ("" if s == 0 else "_lo"))
 
     if mf.n_indicators:
-        ptr, idx, val = csr_rows(mf.ind_A)
-        il, vl, pl = idx.tolist(), val.tolist(), ptr.tolist()
-        lin, sen, rhs_i, var, comp = [], [], [], [], []
-        for r in range(mf.n_indicators):
-            for sn, rv in one_sided(float(mf.ind_lb[r]), float(mf.ind_ub[r])):
-                lin.append([il[pl[r]:pl[r + 1]], vl[pl[r]:pl[r + 1]]])
-                sen.append(sn)
-                rhs_i.append(rv)
-                var.append(int(mf.ind_binary[r]))
-                comp.append(0 if int(mf.ind_active[r]) == 1 else 1)
-        if lin:
-            c.indicator_constraints.add_batch(lin_expr=lin, sense=sen, rhs=rhs_i, indvar=var, complemented=comp)
+        rows, sen, rhs_i = one_sided_rows(mf.ind_lb, mf.ind_ub)
+        if rows.size:
+            c.indicator_constraints.add_batch(
+                lin_expr=_sparse_pairs(mf.ind_A, rows), sense=sen.tolist(), rhs=rhs_i.tolist(),
+                indvar=np.asarray(mf.ind_binary, dtype=np.int64)[rows].tolist(),
+                complemented=np.where(np.asarray(mf.ind_active)[rows] == 1, 0, 1).tolist())
 
     for k, s in enumerate(mf.sos):
         c.SOS.add(type=str(int(s.level)), SOS=[np.asarray(s.idx).tolist(), np.asarray(s.weights, dtype=float).tolist()],
@@ -272,8 +238,17 @@ def _build(c, mf, opts, incumbents: Incumbents) -> dict:
         c.parameters.threads.set(int(opts.threads))
     if opts.mip_gap is not None:
         c.parameters.mip.tolerances.mipgap.set(float(opts.mip_gap))
-    native_options(lambda k, v: _set_param(c, k, v), opts.options)
+    set_native(lambda k, v: _set_param(c, k, v), opts.options, "cplex",
+               "a CPLEX parameter path as in the Python API, e.g. mip.strategy.search=1")
     return extra
+
+
+def _sparse_pairs(A, rows) -> list:
+    """``[[indices, values], ...]`` of the given rows of ``A`` (duplicates summed), as CPLEX's
+    ``lin_expr`` takes them."""
+    ptr, idx, val = csr_rows(sp.csr_matrix(A)[np.asarray(rows)])
+    il, vl = np.split(idx, ptr[1:-1]), np.split(val, ptr[1:-1])
+    return [[i.tolist(), v.tolist()] for i, v in zip(il, vl)]
 
 
 def _merge(idx, val) -> tuple[list, list]:
@@ -335,7 +310,7 @@ def solve_matrix(mf, opts) -> RawResult:
 def _result(c, mf, extra: dict, incumbents: Incumbents) -> RawResult:
     sol = c.solution
     status = int(sol.get_status())
-    term = STATUS_MAP.get(status, T.UNKNOWN)
+    term = map_status(STATUS_MAP, status)
     has = sol.get_solution_type() != sol.type.none and bool(sol.is_primal_feasible())
     x = np.asarray(sol.get_values(), dtype=float) if has else None
     obj = float(sol.get_objective_value()) if has else None

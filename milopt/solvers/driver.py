@@ -28,9 +28,12 @@ PROBLEM_CLASSES = ("LP", "QP", "MILP", "MIQP", "QCQP", "MIQCQP")
 
 
 def model_formulation(model) -> str | None:
-    """Public name of the formulation a model was built from (set by the builders' callers;
-    else derived from the Pyomo model's name, ``misvm_bigm`` -> ``misvm-bigm``)."""
-    name = getattr(model, "_milopt_formulation", None)
+    """Public name of the formulation a model was built from (``ModelInfo.formulation``, set by
+    :meth:`Formulation.make_model`; else derived from the Pyomo model's name, ``misvm_bigm`` ->
+    ``misvm-bigm``)."""
+    from milopt.models.info import info
+
+    name = info(model).formulation
     if name:
         return name
     name = getattr(model, "name", None)
@@ -141,7 +144,9 @@ def classify(model) -> tuple[str, tuple]:
     feats = []
     if any(True for _ in model.component_data_objects(pe.SOSConstraint, active=True)):
         feats.append("SOS")
-    if getattr(model, "_milopt_indicators", None):
+    from milopt.models.info import info
+
+    if info(model).indicators:
         feats.append("INDICATOR")
     return cls, tuple(feats)
 

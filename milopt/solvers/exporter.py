@@ -1,4 +1,5 @@
-"""Export a Pyomo model to ``.mps`` / ``.lp`` (optionally ``.gz``) with milopt's own writer.
+"""Export a Pyomo model to ``.mps`` / ``.lp`` (optionally ``.gz``) with milopt's own writer,
+or to a format registered with :func:`milopt.io.register_format`.
 
 The model's matrix form (:func:`milopt.solvers.extract.extract`) is written by
 :mod:`milopt.io`: one dialect (CPLEX's extended MPS and LP formats) that CPLEX, Gurobi,
@@ -16,14 +17,17 @@ from milopt.solvers.extract import extract, model_size  # noqa: F401  (model_siz
 
 
 def check_path(path) -> tuple[Path, str]:
-    """``(path, format)`` for a writable ``.mps`` / ``.lp`` (optionally ``.gz``) file name, or one
-    clear error."""
+    """``(path, format)`` for a writable file name ending in a format of :data:`milopt.io.FORMATS`
+    (``.mps``, ``.lp``, ...; optionally ``.gz``), or one clear error."""
+    from milopt import io
+
     path = Path(path)
     suffixes = [s.lower() for s in path.suffixes]
     gz = suffixes[-1:] == [".gz"]
     fmt = suffixes[-2] if gz and len(suffixes) >= 2 else (suffixes[-1] if suffixes else "")
-    if fmt not in (".mps", ".lp"):
-        raise InvalidParameterError(f"export: file name must end in .mps or .lp (optionally .gz), got {path.name!r}")
+    if fmt[1:] not in io.FORMATS:
+        raise InvalidParameterError(f"export: file name must end in {' or '.join('.' + f for f in io.FORMATS)} "
+                                    f"(optionally .gz), got {path.name!r}")
     anc = path.parent
     while not anc.exists() and anc != anc.parent:
         anc = anc.parent

@@ -6,8 +6,8 @@ built from (after a row-by-row identity check, see that module); other rows from
 expressions (``generate_standard_repn(quadratic=True)``): linear rows into ``A``, quadratic rows
 into ``qrows``.  The objective from its cached matrices (``models/_linear.add_quadratic_objective``)
 or its expression.  SOS sets from Pyomo's ``SOSConstraint``; indicator rows and branching
-priorities from the model's declarations (``model._milopt_indicators``, see
-:func:`indicator_blocks`; ``model._milopt_branch_priority``).  Columns: the unfixed variables that
+priorities from the model's declarations (``ModelInfo.indicators``, see
+:func:`indicator_blocks`; ``ModelInfo.branch_priority``; :mod:`milopt.models.info`).  Columns: the unfixed variables that
 appear anywhere, in order of first appearance; fixed variables are substituted (moved to row
 bounds and the objective constant).
 """
@@ -43,11 +43,13 @@ def extract(model) -> MatrixForm:
 def indicator_blocks(model) -> list:
     """The indicator declarations of ``model``, validated.
 
-    ``model._milopt_indicators = [{"rows": <deactivated IndexedConstraint built by
+    ``ModelInfo.indicators = [{"rows": <deactivated IndexedConstraint built by
     add_linear_rows>, "binaries": [VarData per row], "active_value": 0 | 1}, ...]`` means: row r
     must hold when ``binaries[r] == active_value``.  The rows stay deactivated in the Pyomo
     model, so nothing treats them as hard rows."""
-    blocks = list(getattr(model, "_milopt_indicators", ()) or ())
+    from milopt.models.info import info
+
+    blocks = list(info(model).indicators or ())
     for blk in blocks:
         comp = blk["rows"]
         if getattr(comp, "_milopt_rows", None) is None:
@@ -265,67 +267,23 @@ def _indicators(model, cols: _Columns):
 
 
 def _extract(model, obj) -> MatrixForm:
-    from pyomo.repn import generate_standard_repn
+    """The matrix form of ``model`` with objective ``obj``.  Columns are numbered in the order
+    first met: constraint rows, objective, SOS sets, indicator rows, branching priorities."""
+    from milopt.models.info import info
 
+    rec = info(model)
     cols = _Columns()
-    blocks, qrows = [], []
-    for comp in model.component_objects(pe.Constraint, active=True, descend_into=True):
-        cache = getattr(comp, "_milopt_rows", None)
-        if cache is not None:
-            blk, stale = _cached_rows(comp, cache, cols)
-            if blk is not None:
-                blocks.append(blk)
-            others = stale
-            if len(comp) != len(cache.datas):  # rows added after build
-                seen = set(map(id, cache.datas))
-                others = others + [d for d in comp.values() if d.active and id(d) not in seen]
-        else:
-            others = [d for d in comp.values() if d.active]
-        if others:
-            blk = _rows_generic(others, cols, qrows)
-            if blk is not None:
-                blocks.append(blk)
-    qc = obj.quad_cache() if hasattr(obj, "quad_cache") else None
-    if qc is not None:  # an objective built from matrices (models._linear.add_quadratic_objective)
-        c, c0, Q = _cached_objective(qc, cols)
-    else:
-        repn = generate_standard_repn(obj.expr, quadratic=True, compute_values=True)
-        if repn.nonlinear_expr is not None:
-            raise InvalidParameterError(f"objective {obj.name} is neither linear nor quadratic; milopt's matrix form "
-                                        "holds linear and quadratic objectives only")
-        lin_j = cols.add_many(list(repn.linear_vars))
-        qpairs = list(repn.quadratic_vars or ())
-        qi = cols.add_many([a for a, _ in qpairs])
-        qj = cols.add_many([b for _, b in qpairs])
-        n = len(cols.vars)
-        c = np.zeros(n)
-        np.add.at(c, lin_j, np.asarray(repn.linear_coefs, dtype=float))
-        c0 = float(repn.constant or 0.0)
-        Q = None
-        if qpairs:
-            qv = np.asarray(repn.quadratic_coefs, dtype=float)
-            # term q * x_i x_j  ->  ½ xᵀQx with Q_ij = Q_ji = q (i != j), Q_ii = 2q
-            Q = sp.csc_matrix((np.concatenate([qv, qv]), (np.concatenate([qi, qj]), np.concatenate([qj, qi]))),
-                              shape=(n, n))
-            Q.sum_duplicates()
-    # SOS sets
-    sos = []
-    for con in model.component_data_objects(pe.SOSConstraint, active=True):
-        items = list(con.get_items())
-        vs = [v for v, _ in items]
-        if con.level not in (1, 2):
-            raise InvalidParameterError(f"SOS constraint {con.name}: level {con.level} is not supported (1 or 2)")
-        w = np.asarray([float(wt) for _, wt in items], dtype=float)
-        keep = np.array([not v.fixed for v in vs], dtype=bool)
-        idx = cols.add_many([v for v, k in zip(vs, keep) if k])
-        sos.append(SOS(name=con.name, level=int(con.level), idx=idx, weights=w[keep]))
+    qrows = []
+    blocks = _row_blocks(model, cols, qrows)
+    c, c0, Q = _objective(obj, cols)
+    sos = _sos_sets(model, cols)
     # indicator rows (and the hard rows of decided indicators)
     ind, hard = _indicators(model, cols)
     for row, lo, hi, name, free, V in hard:
         g = cols.add_many([V[j] for j in free[row.indices]])
         blocks.append((np.zeros(g.size, dtype=np.int64), g, row.data.copy(), np.array([lo]), np.array([hi]), [name], 1))
     # branching priorities: [(VarData, int)], higher is branched on first
-    pri_pairs = [(v, int(p)) for v, p in (getattr(model, "_milopt_branch_priority", None) or ()) if not v.fixed]
+    pri_pairs = [(v, int(p)) for v, p in (rec.branch_priority or ()) if not v.fixed]
     pj = cols.add_many([v for v, _ in pri_pairs]) if pri_pairs else None
     n = len(cols.vars)
     if c.size < n:
@@ -333,21 +291,7 @@ def _extract(model, obj) -> MatrixForm:
     if Q is not None and Q.shape[0] < n:
         Q = sp.csc_matrix((Q.data, Q.indices, np.concatenate([Q.indptr, np.full(n - Q.shape[0], Q.indptr[-1])])),
                           shape=(n, n))
-    # stack the row blocks
-    offs = np.cumsum([0] + [b[6] for b in blocks])
-    m = int(offs[-1])
-    if blocks:
-        rr = np.concatenate([b[0] + o for b, o in zip(blocks, offs[:-1])])
-        cc = np.concatenate([b[1] for b in blocks])
-        vv = np.concatenate([b[2] for b in blocks])
-        lb = np.concatenate([b[3] for b in blocks])
-        ub = np.concatenate([b[4] for b in blocks])
-        names = [nm for b in blocks for nm in b[5]]
-    else:
-        rr = cc = np.zeros(0, dtype=np.int64)
-        vv, lb, ub, names = np.zeros(0), np.zeros(0), np.zeros(0), []
-    A = sp.csr_matrix((vv, (rr, cc)), shape=(m, n))
-    A.sum_duplicates()
+    A, lb, ub, names = _stack(blocks, n)
     V = cols.vars
     col_lb = np.array([-INF if v.lb is None else float(v.lb) for v in V])
     col_ub = np.array([INF if v.ub is None else float(v.ub) for v in V])
@@ -365,7 +309,95 @@ def _extract(model, obj) -> MatrixForm:
     return MatrixForm(c=c, c0=c0, Q=Q, A=A, row_lb=lb, row_ub=ub, col_lb=col_lb, col_ub=col_ub,
                       integrality=integ, col_names=[v.name for v in V], row_names=names, sense=sense,
                       variables=V, qrows=qrows, sos=sos, priority=priority,
-                      comment=str(getattr(model, "_milopt_formulation", "") or ""), **kw)
+                      comment=str(rec.formulation or ""), **kw)
+
+
+def _row_blocks(model, cols, qrows) -> list:
+    """The row blocks of every active constraint: rows built from matrices are read from their
+    cache (rows added after the build, or made stale, through Pyomo); quadratic rows go to
+    ``qrows``."""
+    blocks = []
+    for comp in model.component_objects(pe.Constraint, active=True, descend_into=True):
+        cache = getattr(comp, "_milopt_rows", None)
+        if cache is not None:
+            blk, stale = _cached_rows(comp, cache, cols)
+            if blk is not None:
+                blocks.append(blk)
+            others = stale
+            if len(comp) != len(cache.datas):  # rows added after build
+                seen = set(map(id, cache.datas))
+                others = others + [d for d in comp.values() if d.active and id(d) not in seen]
+        else:
+            others = [d for d in comp.values() if d.active]
+        if others:
+            blk = _rows_generic(others, cols, qrows)
+            if blk is not None:
+                blocks.append(blk)
+    return blocks
+
+
+def _objective(obj, cols) -> tuple:
+    """``(c, c0, Q)`` of the objective (``Q`` None when linear): from its matrices when it was
+    built from them (:func:`milopt.models._linear.add_quadratic_objective`), else through Pyomo."""
+    from pyomo.repn import generate_standard_repn
+
+    qc = obj.quad_cache() if hasattr(obj, "quad_cache") else None
+    if qc is not None:
+        return _cached_objective(qc, cols)
+    repn = generate_standard_repn(obj.expr, quadratic=True, compute_values=True)
+    if repn.nonlinear_expr is not None:
+        raise InvalidParameterError(f"objective {obj.name} is neither linear nor quadratic; milopt's matrix form "
+                                    "holds linear and quadratic objectives only")
+    lin_j = cols.add_many(list(repn.linear_vars))
+    qpairs = list(repn.quadratic_vars or ())
+    qi = cols.add_many([a for a, _ in qpairs])
+    qj = cols.add_many([b for _, b in qpairs])
+    n = len(cols.vars)
+    c = np.zeros(n)
+    np.add.at(c, lin_j, np.asarray(repn.linear_coefs, dtype=float))
+    c0 = float(repn.constant or 0.0)
+    Q = None
+    if qpairs:
+        qv = np.asarray(repn.quadratic_coefs, dtype=float)
+        # term q * x_i x_j  ->  ½ xᵀQx with Q_ij = Q_ji = q (i != j), Q_ii = 2q
+        Q = sp.csc_matrix((np.concatenate([qv, qv]), (np.concatenate([qi, qj]), np.concatenate([qj, qi]))),
+                          shape=(n, n))
+        Q.sum_duplicates()
+    return c, c0, Q
+
+
+def _sos_sets(model, cols) -> list:
+    """The active SOS constraints (fixed members left out)."""
+    sos = []
+    for con in model.component_data_objects(pe.SOSConstraint, active=True):
+        items = list(con.get_items())
+        vs = [v for v, _ in items]
+        if con.level not in (1, 2):
+            raise InvalidParameterError(f"SOS constraint {con.name}: level {con.level} is not supported (1 or 2)")
+        w = np.asarray([float(wt) for _, wt in items], dtype=float)
+        keep = np.array([not v.fixed for v in vs], dtype=bool)
+        idx = cols.add_many([v for v, k in zip(vs, keep) if k])
+        sos.append(SOS(name=con.name, level=int(con.level), idx=idx, weights=w[keep]))
+    return sos
+
+
+def _stack(blocks, n) -> tuple:
+    """``(A, row_lb, row_ub, row_names)`` of the row blocks stacked in order."""
+    offs = np.cumsum([0] + [b[6] for b in blocks])
+    m = int(offs[-1])
+    if blocks:
+        rr = np.concatenate([b[0] + o for b, o in zip(blocks, offs[:-1])])
+        cc = np.concatenate([b[1] for b in blocks])
+        vv = np.concatenate([b[2] for b in blocks])
+        lb = np.concatenate([b[3] for b in blocks])
+        ub = np.concatenate([b[4] for b in blocks])
+        names = [nm for b in blocks for nm in b[5]]
+    else:
+        rr = cc = np.zeros(0, dtype=np.int64)
+        vv, lb, ub, names = np.zeros(0), np.zeros(0), np.zeros(0), []
+    A = sp.csr_matrix((vv, (rr, cc)), shape=(m, n))
+    A.sum_duplicates()
+    return A, lb, ub, names
 
 
 def load_solution(mf: MatrixForm, x) -> None:

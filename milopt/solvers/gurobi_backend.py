@@ -38,11 +38,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.errors import InvalidParameterError
 from milopt.solvers._commercial import (Deadline, Incumbents, error_result, integer_codes, is_mip, licence_message,
-                                        native_options, one_line, one_sided, priority_columns, probe_once,
-                                        quiet_output, row_kinds)
-from milopt.solvers.backend import Backend, RawResult
+                                        licence_skip, native_rows, one_line, one_sided, one_sided_rows,
+                                        priority_columns, quiet_output, row_kinds, set_native)
+from milopt.solvers.backend import Backend, RawResult, map_status
 from milopt.solvers.result import Termination as T
 
 #: Gurobi optimisation status codes (GRB.Status) → Termination
@@ -86,11 +85,7 @@ def _version() -> str:
 def native_size(mf) -> tuple[int, int, bool]:
     """Variables, constraints (a two-sided linear, quadratic or indicator row counts twice,
     free linear rows not at all) and whether the model is quadratic, as built for Gurobi."""
-    k = row_kinds(mf.row_lb, mf.row_ub)
-    rows = int(k.eq.size + k.le.size + k.ge.size + 2 * k.rng.size)
-    rows += sum(len(one_sided(r.lb, r.ub)) for r in mf.qrows)
-    rows += sum(len(one_sided(lo, hi)) for lo, hi in zip(mf.ind_lb, mf.ind_ub))
-    return int(mf.n_cols), rows, bool(mf.qrows) or mf.has_quadratic_objective()
+    return int(mf.n_cols), native_rows(mf, split_ranges=True), bool(mf.qrows) or mf.has_quadratic_objective()
 
 
 def _env(verbose: bool):
@@ -136,12 +131,7 @@ def _over(mf) -> str | None:
 def skip(mf, opts) -> tuple[bool, str]:
     """Refuse, before building, an instance over the size-limited licence when that is the
     installed licence (probed once); a full licence takes everything."""
-    msg = _over(mf)
-    if msg is None:
-        return False, ""
-    if probe_once("gurobi", _probe_restricted):
-        return True, msg
-    return False, ""
+    return licence_skip(_over(mf), "gurobi", _probe_restricted)
 
 
 def _inf(v, big):
@@ -183,11 +173,12 @@ def _build(m, mf, opts):
         G = sp.csr_matrix(mf.ind_A)
         G.sum_duplicates()
         sense = {"E": GRB.EQUAL, "L": GRB.LESS_EQUAL, "G": GRB.GREATER_EQUAL}
-        for r in range(mf.n_indicators):
+        rows, sen, rhs = one_sided_rows(mf.ind_lb, mf.ind_ub)
+        binary, active = np.asarray(mf.ind_binary)[rows].tolist(), (np.asarray(mf.ind_active)[rows] == 1).tolist()
+        for r, sn, v, z, on in zip(rows.tolist(), sen.tolist(), rhs.tolist(), binary, active):
             a, b = G.indptr[r], G.indptr[r + 1]
             expr = gp.LinExpr(G.data[a:b].tolist(), [xl[j] for j in G.indices[a:b].tolist()])
-            for sn, rhs in one_sided(float(mf.ind_lb[r]), float(mf.ind_ub[r])):
-                m.addGenConstrIndicator(xl[int(mf.ind_binary[r])], int(mf.ind_active[r]) == 1, expr, sense[sn], rhs)
+            m.addGenConstrIndicator(xl[z], on, expr, sense[sn], v)
 
     for s in mf.sos:
         m.addSOS(GRB.SOS_TYPE1 if int(s.level) == 1 else GRB.SOS_TYPE2, [xl[j] for j in np.asarray(s.idx).tolist()],
@@ -211,14 +202,7 @@ def _build(m, mf, opts):
     if opts.mip_gap is not None:
         m.Params.MIPGap = float(opts.mip_gap)
 
-    def apply(k, v):
-        try:
-            m.setParam(k, v)
-        except Exception as exc:
-            raise InvalidParameterError(f"gurobi option {k}={v!r}: {one_line(exc)}; give a Gurobi parameter name, "
-                                        "e.g. MIPFocus=1") from None
-
-    native_options(apply, opts.options)
+    set_native(m.setParam, opts.options, "gurobi", "a Gurobi parameter name, e.g. MIPFocus=1")
     return x, extra
 
 
@@ -284,7 +268,7 @@ def _result(m, x, extra, incumbents) -> RawResult:
     from gurobipy import GRB
 
     status = int(m.Status)
-    term = STATUS_MAP.get(status, T.UNKNOWN)
+    term = map_status(STATUS_MAP, status)
     has = int(m.SolCount) > 0
     xv = np.asarray(x.X, dtype=float) if has else None
     obj = float(m.ObjVal) if has else None

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.errors import InvalidDataError
-from milopt.solvers.backend import Backend, RawResult, quiet_stdout
+from milopt.solvers.backend import Backend, RawResult, map_status, quiet_stdout
 from milopt.solvers.result import Termination
 
 #: HighsModelStatus name -> Termination
@@ -190,7 +190,7 @@ def solve_matrix(mf, opts) -> RawResult:
         h.run()
     status = h.getModelStatus()
     name = status.name if hasattr(status, "name") else str(status).rsplit(".", 1)[-1]
-    term = STATUS_MAP.get(name, Termination.UNKNOWN)
+    term = map_status(STATUS_MAP, name)
     info = h.getInfo()
     has_sol = int(getattr(info, "primal_solution_status", 0)) == 2  # kSolutionStatusFeasible
     x = np.asarray(h.getSolution().col_value, dtype=float) if has_sol else None

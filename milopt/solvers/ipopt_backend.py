@@ -29,7 +29,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.solvers.backend import Backend, RawResult
+from milopt.solvers.backend import Backend, RawResult, map_status
 from milopt.solvers.result import Termination
 
 #: Ipopt's value for an infinite bound (its option nlp_lower/upper_bound_inf defaults to ±1e19)
@@ -224,7 +224,7 @@ def solve_matrix(mf, opts) -> RawResult:
             log = ""
         os.remove(logfile)
     status = int(info["status"])
-    term = STATUS_MAP.get(status, Termination.ERROR)
+    term = map_status(STATUS_MAP, status, Termination.ERROR)
     x = np.asarray(x, dtype=float)
     # a returned point counts as a solution when it is (primal) feasible
     viol = 0.0

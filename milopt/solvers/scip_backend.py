@@ -23,7 +23,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.solvers.backend import Backend, RawResult, quiet_stdout
+from milopt.solvers.backend import Backend, RawResult, map_status, quiet_stdout
 from milopt.solvers.result import Termination
 
 #: SCIP status (Model.getStatus()) -> Termination
@@ -194,7 +194,7 @@ def solve_matrix(mf, opts) -> RawResult:
                        "milopt_incumbents", "records improving solutions")
     s.optimize()
     status = s.getStatus()
-    term = STATUS_MAP.get(status, Termination.UNKNOWN)
+    term = map_status(STATUS_MAP, status)
     has_sol = s.getNSols() > 0 and term not in (Termination.INFEASIBLE, Termination.UNBOUNDED)
     x = objective = None
     if has_sol:

@@ -43,11 +43,10 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.errors import InvalidParameterError
 from milopt.solvers._commercial import (Deadline, Incumbents, error_result, finite, integer_codes, is_mip,
-                                        licence_message, native_options, one_line, priority_columns, probe_once,
-                                        quiet_output, row_kinds, start_pairs)
-from milopt.solvers.backend import Backend, RawResult
+                                        licence_message, licence_skip, native_rows, one_line, one_sided_rows,
+                                        priority_columns, quiet_output, ranged_rows, set_native, start_pairs)
+from milopt.solvers.backend import Backend, RawResult, map_status
 from milopt.solvers.result import Termination as T
 
 #: Xpress outcome → Termination.  A finished solve is keyed by ("completed", SOLSTATUS:
@@ -114,16 +113,8 @@ def _version() -> str:
 def native_size(mf) -> tuple[int, int, bool]:
     """Columns, rows (free linear rows left out; quadratic and indicator rows split into their
     one-sided pieces) and whether the model is quadratic, as loaded into Xpress."""
-    k = row_kinds(mf.row_lb, mf.row_ub)
-    rows = int(mf.A.shape[0] - k.free.size)
-    rows += sum(int(np.isfinite(r.ub)) + int(np.isfinite(r.lb)) for r in mf.qrows)
-    rows += _ind_pieces(mf)
+    rows = native_rows(mf, split_ranges=False, split_quadratic_equalities=True)
     return int(mf.n_cols), rows, bool(mf.qrows) or mf.has_quadratic_objective()
-
-
-def _ind_pieces(mf) -> int:
-    k = row_kinds(mf.ind_lb, mf.ind_ub)
-    return int(k.eq.size + k.le.size + k.ge.size + 2 * k.rng.size)
 
 
 def _probe_community() -> bool:
@@ -160,30 +151,16 @@ def _over(mf) -> str | None:
 def skip(mf, opts) -> tuple[bool, str]:
     """Refuse, before loading, an instance over the Community licence when that is the installed
     licence (probed once); a full licence takes everything."""
-    msg = _over(mf)
-    if msg is None:
-        return False, ""
-    if probe_once("xpress", _probe_community):
-        return True, msg
-    return False, ""
+    return licence_skip(_over(mf), "xpress", _probe_community)
 
 
 def _load(p, mf) -> None:
     """One ``loadMIQCQP`` call with every row, then the sense, constant and indicator marks."""
     xp = _xpress()
     n = mf.n_cols
-    lb_r, ub_r = np.asarray(mf.row_lb, dtype=float), np.asarray(mf.row_ub, dtype=float)
-    k = row_kinds(lb_r, ub_r)
-    keep = np.setdiff1d(np.arange(mf.A.shape[0]), k.free)
-    rtype = np.full(mf.A.shape[0], "L")
-    rtype[k.eq], rtype[k.ge], rtype[k.rng] = "E", "G", "R"
-    rhs = ub_r.copy()
-    lo = np.concatenate([k.eq, k.ge])
-    rhs[lo] = lb_r[lo]
-    rng = np.zeros(mf.A.shape[0])
-    rng[k.rng] = ub_r[k.rng] - lb_r[k.rng]
+    keep, rtype, rhs, rng = ranged_rows(mf.row_lb, mf.row_ub, range_from="ub")  # R: rhs - rng <= a'x <= rhs
     blocks = [sp.csr_matrix(mf.A)[keep]]
-    types, rhss, rngs = [rtype[keep]], [rhs[keep]], [rng[keep]]
+    types, rhss, rngs = [rtype], [rhs], [rng]
 
     # quadratic rows: type L only; a lower bound as the negated row
     qrowind, nq, q1, q2, qc = [], [], [], [], []
@@ -211,16 +188,11 @@ def _load(p, mf) -> None:
     # indicator rows: ordinary rows, marked after the load
     ind_rows, ind_cols, ind_comp = [], [], []
     if mf.n_indicators:
-        G = sp.csr_matrix(mf.ind_A)
-        ki = row_kinds(mf.ind_lb, mf.ind_ub)
-        ilb, iub = np.asarray(mf.ind_lb, dtype=float), np.asarray(mf.ind_ub, dtype=float)
-        for rows, t, r in ((ki.eq, "E", ilb), (ki.le, "L", iub), (ki.ge, "G", ilb), (ki.rng, "L", iub),
-                           (ki.rng, "G", ilb)):
-            if rows.size == 0:
-                continue
-            blocks.append(G[rows])
-            types.append(np.full(rows.size, t))
-            rhss.append(r[rows])
+        rows, sen, rhs_i = one_sided_rows(mf.ind_lb, mf.ind_ub)
+        if rows.size:
+            blocks.append(sp.csr_matrix(mf.ind_A)[rows])
+            types.append(sen)
+            rhss.append(rhs_i)
             rngs.append(np.zeros(rows.size))
             ind_rows.append(np.arange(row, row + rows.size))
             ind_cols.append(np.asarray(mf.ind_binary)[rows])
@@ -338,14 +310,7 @@ def solve_matrix(mf, opts) -> RawResult:
             if opts.mip_gap is not None:
                 p.controls.miprelstop = float(opts.mip_gap)
 
-            def apply(k, v):
-                try:
-                    p.setControl(k, v)
-                except Exception as exc:
-                    raise InvalidParameterError(f"xpress option {k}={v!r}: {one_line(exc)}; give an Xpress control "
-                                                "name, e.g. presolve=0") from None
-
-            native_options(apply, opts.options)
+            set_native(p.setControl, opts.options, "xpress", "an Xpress control name, e.g. presolve=0")
             left = dl.remaining()
             if left is not None:
                 p.controls.timelimit = left
@@ -372,11 +337,11 @@ def _result(p, mf, solvestatus: int, solstatus: int, extra: dict, incumbents) ->
     stop = int(a.stopstatus)
     how = _SOLVESTATUS.get(solvestatus, "failed")
     if how == "completed":
-        term = STATUS_MAP.get((how, solstatus), T.UNKNOWN)
+        term = map_status(STATUS_MAP, (how, solstatus))
     elif how == "failed":
         term = T.ERROR
     else:
-        term = STATUS_MAP.get(("stopped", stop), T.UNKNOWN)
+        term = map_status(STATUS_MAP, ("stopped", stop))
     has = solstatus in (1, 2)
     x = np.asarray(p.getSolution(), dtype=float) if has else None
     obj = float(a.objval) if has else None

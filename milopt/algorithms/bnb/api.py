@@ -31,18 +31,19 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         MIP-style progress lines on stderr.
     **options
         The options of :data:`milopt.algorithms.bnb.options.PARAMS` (restarts, seed,
-        node_limit, tol, qp, swap, dive_every, heuristic_share, log_every, workers, batch).
+        node_limit, tol, qp, swap, kick_seconds, kick_size, kick_every, dive_every,
+        heuristic_share, log_every, workers, batch, scheduler).
 
     Returns
     -------
     dict of :meth:`MISVMBranchAndBound.solve` plus ``heuristic_seconds`` (the starts) and
-    ``witnesses``.  The heuristic starts use at most 10 % of ``time_limit``.
+    ``witnesses``.  The heuristic starts use at most ``start_share`` of ``time_limit``.
     """
     from threadpoolctl import threadpool_limits
 
     from milopt.algorithms.mi_heuristics import slack_costs
 
-    from .heuristics import alternate_selection, alternation_starts, annealing_starts, swap_search
+    from .heuristics import alternate_selection, alternation_starts, annealing_starts, kick_search, swap_search
 
     o = PARAMS.resolve(options, "bnb options")
     if costs is None:
@@ -66,13 +67,13 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
 
         try:
             if o["restarts"] and both:
-                pts += [(c, b, None) for c, b in alternation_starts(bags, K, C, class_weight, o["restarts"], o["seed"],
+                pts += [(c, b, time.perf_counter() - t0) for c, b in alternation_starts(bags, K, C, class_weight, o["restarts"], o["seed"],
                                                                    start_deadline, X)]
             if o["anneal"] and both:
                 for raw in annealing_starts(eng, start_deadline, seed=o["seed"], runs=o["anneal"]):
                     if time.perf_counter() > start_deadline:
                         break
-                    pts.append(polish(raw, start_deadline)[1:] + (None,))
+                    pts.append(polish(raw, start_deadline)[1:] + (time.perf_counter() - t0,))
             if o["swap"] and pts:
                 vals = []
                 for c, b, _ in pts:
@@ -88,17 +89,28 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
                     seen.append(v)
                     r = swap_search(eng, raw, start_deadline)
                     if r is not None:
-                        pts.append((r[1], r[2], None))
+                        pts.append((r[1], r[2], time.perf_counter() - t0))
+            if o["kick_seconds"] > 0 and pts and time.perf_counter() < start_deadline:
+                vals = []
+                for c, b, _ in pts:
+                    raw = eng.Kv(c)
+                    vals.append((eng.phi_raw(raw, float(c @ raw))[0], len(vals), raw))
+                raw = min(vals, key=lambda v: v[:2])[2]
+                r = kick_search(eng, raw, min(start_deadline, time.perf_counter() + o["kick_seconds"]), seed=o["seed"],
+                                kick=o["kick_size"])
+                if r is not None:
+                    pts.append((r[1], r[2], time.perf_counter() - t0))
         except KeyboardInterrupt:   # Ctrl-C in the starts: keep what was found, evaluate the root, stop
             interrupted = True
         heur_s = time.perf_counter() - t0
         left = None if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - t0))
         ls = (lambda raw: polish(raw, math.inf)[1:]) if (o["restarts"] or o["anneal"]) else None
         out = eng.solve(time_limit=left, mip_gap=mip_gap, node_limit=1 if interrupted else o["node_limit"],
-                        incumbents=[(c, b) for c, b, _ in pts], primal_incumbents=list(starts), heuristic=ls,
+                        incumbents=[(c, b) for c, b, _ in pts], incumbent_times=[f - heur_s for _, _, f in pts], primal_incumbents=list(starts), heuristic=ls,
                         swap=o["swap"], dive_every=o["dive_every"], heuristic_share=o["heuristic_share"],
+                        kick_every=o["kick_every"], kick_size=o["kick_size"], seed=o["seed"],
                         verbose=verbose, log_every=o["log_every"], workers=o["workers"], batch=o["batch"], log=log,
-                        start_swap=bool(starts))
+                        start_swap=bool(starts), scheduler=o["scheduler"])
     if out["w"] is None and out["coef"] is None:   # no start and no node evaluated
         out["coef"] = np.zeros(bags.n_instances)
         out["objective"], out["b"] = eng.phi_raw(np.zeros(bags.n_instances), 0.0)
@@ -107,8 +119,10 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
     if interrupted and out["termination"] != "optimal":
         out["termination"] = "interrupted"
     out["heuristic_seconds"] = heur_s
-    # incumbents on the clock of the whole call (the starts count as found when the search begins)
+    # incumbents on the clock of the whole call (the starts at the time each was found)
     out["trajectory"] = [(heur_s + t, v) for t, v in out.get("trajectory", ())]
+    if out.get("incumbent_time") is not None:   # on the same clock: seconds from the call's start
+        out["incumbent_time"] = heur_s + out["incumbent_time"]
     out["seconds"] = time.perf_counter() - t0
     raw = eng.Kv(out["coef"]) if kernel is not None else bags.X @ out["w"]
     out["witnesses"] = eng.selection_of_raw(raw, out["b"])

@@ -4,7 +4,8 @@ r"""Primal heuristics of the MI-SVM branch and bound: incumbents (upper bounds).
   Hofmann 2002; Kent & Yu Algorithm 1) from the centroid and SIL starts and random starts;
 * :func:`alternation_from_scores`: the same alternation started from given instance scores
   (a node relaxation's scores: "diving" from the relaxation to a selection and polishing it);
-* :func:`swap_search`: 1-opt witness-swap local search on the MI-SVM objective.
+* :func:`swap_search`: 1-opt witness-swap local search on the MI-SVM objective;
+* :func:`kick_search`: iterated local search (random multi-bag kicks, then the alternation).
 
 Every point found is scored by the true MI-SVM objective Φ(w, b*) (exact best intercept), so
 an incumbent is always the objective value of a feasible (w, b); nothing here affects the
@@ -207,34 +208,53 @@ def _alternate_smo(eng, wit, max_iter):
     return best
 
 
-def kick_search(eng, scores, deadline, seed=0, kick=3):
-    """Iterated local search on selections: kick ``kick`` random support bags of the best
-    selection to random other instances, re-run the alternation, keep an improvement.
-    Returns (value, coef, b) of the best point found, or None."""
+def kick_search(eng, scores, deadline, seed=0, kick=3, swap=True):
+    r"""Iterated local search on witness selections (escapes the 1-opt optimum of
+    :func:`swap_search`).
+
+    From the best selection so far: *kick* k bags (k uniform in 1..``kick``), chosen among the
+    positive bags with :math:`\alpha_I > 0` (the bags that shape the solution), to random other
+    instances; re-run the alternation (:func:`alternate_selection`); keep the result when it is
+    not worse (moving across plateaus of equal Φ), and polish a strict improvement by the swap
+    search.  Repeats until ``deadline``, or until 20 kicks per multi-instance bag in a row
+    found nothing better.
+
+    Returns (value, coef, b) of the best point found, or None.
+    """
     ptr, pos = eng.ptr, eng.pos_bags
     multi = eng.live[pos] & (eng.sizes[pos] > 1)
-    if not multi.any() or not eng.base_active.any():
+    if not multi.any() or not eng.base_active.any() or not (eng.y > 0).any():
         return None
     rng = np.random.default_rng(seed)
     wit = segment_argmax(np.asarray(scores, dtype=float), ptr)[pos]
-    r = alternate_selection(eng, wit, deadline)
-    best = r
-    while time.perf_counter() < deadline:
-        aI = np.add.reduceat(best[2], eng.smo.gptr[:-1])[pos]
-        cand = np.flatnonzero(multi & (aI > 0))
+    cur = alternate_selection(eng, wit, deadline)
+    best = (cur[0], cur[4], cur[1])
+    tol = 1e-9 * max(1.0, abs(cur[0]))
+    patience, idle = 20 * int(multi.sum()), 0
+    while time.perf_counter() < deadline and idle < patience:
+        idle += 1
+        aI = np.add.reduceat(cur[2], eng.smo.gptr[:-1])[pos]
+        cand = np.flatnonzero(multi & (aI > 1e-7 * eng.caps[pos]))
         if cand.size == 0:
-            break
-        ks = rng.choice(cand, size=min(kick, cand.size), replace=False)
-        w2 = best[6].copy()
+            cand = np.flatnonzero(multi)
+        ks = rng.choice(cand, size=min(int(rng.integers(1, kick + 1)), cand.size), replace=False)
+        w2 = cur[6].copy()
         for k in ks:
             I = pos[k]
             opts = np.arange(ptr[I], ptr[I + 1])
-            opts = opts[opts != w2[k]]
-            w2[k] = rng.choice(opts)
+            w2[k] = rng.choice(opts[opts != w2[k]])
         r = alternate_selection(eng, w2, deadline)
-        if r[0] < best[0] - 1e-9 * max(1.0, abs(best[0])):
-            best = r
-    return best[0], best[4], best[1]
+        if r[0] <= cur[0] + tol:
+            cur = r
+            if r[0] < best[0] - tol:
+                idle = 0
+                best = (r[0], r[4], r[1])
+                if swap and eng.qp == "ipm" and time.perf_counter() < deadline:
+                    sw = swap_search(eng, r[5], deadline)
+                    if sw is not None and sw[0] < best[0] - tol:
+                        best = sw
+                        cur = alternate_selection(eng, segment_argmax(eng.Kv(sw[1]), ptr)[pos], deadline)
+    return best
 
 
 def _smooth_objective(X, ptr, bag_of, ypos, costs, tau, delta):

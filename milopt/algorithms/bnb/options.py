@@ -3,7 +3,7 @@
 They are the ``--set`` keys of ``milopt solve misvm-bigm --solver bnb`` (beside the
 formulation's own keys) and the keyword arguments of :func:`milopt.algorithms.bnb.solve_bags`.
 """
-from milopt.params import Bool, Choice, Float, Int, ParamSet
+from milopt.params import Bool, Choice, Float, Int, ParamSet, Str
 
 PARAMS = ParamSet(
     restarts=Int(8, "starts of the MI-SVM alternating heuristic before the search (0: none)", ge=0),
@@ -19,11 +19,18 @@ PARAMS = ParamSet(
     start_share=Float(0.15, "largest share of the time limit spent on starting heuristics", ge=0, le=1),
     swap_starts=Int(3, "distinct best starts polished by the witness-swap search before the search", ge=0),
     swap=Bool(True, "1-opt witness-swap local search on every new incumbent"),
-    dive_every=Int(25, "run the alternation from the relaxation of every k-th node (0: only on improvement)",
+    kick_seconds=Float(20.0, "seconds of iterated local search (random witness kicks, then the alternation) from "
+                             "the best start, within start_share of the time limit", ge=0),
+    kick_size=Int(3, "largest number of bags kicked at once by the iterated local search", ge=1),
+    kick_every=Int(100, "a one-second round of the iterated local search from the incumbent every k-th node "
+                        "(0: never)", ge=0),
+    dive_every=Int(0, "run the alternation from the relaxation of every k-th node (0: only on improvement)",
                    ge=0),
-    heuristic_share=Float(0.3, "largest share of the elapsed time spent in primal heuristics during the search",
+    heuristic_share=Float(0.1, "largest share of the elapsed time spent in primal heuristics during the search",
                           ge=0, le=1),
     log_every=Float(5.0, "seconds between two progress lines of --verbose", gt=0),
     workers=Int(1, "processes evaluating open nodes in parallel (1: serial)", ge=1),
     batch=Int(0, "open nodes evaluated per parallel round (0: 4 per worker)", ge=0),
+    scheduler=Str(None, "evaluate open nodes on a dask.distributed cluster: 'local' (a LocalCluster of `workers` "
+                        "processes) or a scheduler address such as tcp://host:8786 (none: forked processes)"),
 )

@@ -43,6 +43,8 @@ from .nodes import Node, NodeQueue
 DENSE_MAX = 3000
 #: node QPs by the interior-point method up to this many effective instances (else warm-started SMO)
 IPM_MAX = 400
+#: low-rank (Woodbury) interior-point Newton systems when features ≤ this share of the effective set
+LOWRANK_RATIO = 0.5
 
 
 def relative_gap(ub, lb):
@@ -128,7 +130,12 @@ class MISVMBranchAndBound:
         if qp not in ("auto", "ipm", "smo"):
             raise InvalidParameterError(f"bnb: qp must be 'auto', 'ipm' or 'smo', got {qp!r}")
         n_eff = int(base.sum()) + int(np.sum(sizes[self.pos_bags] > 1))
+        # qp='ipm' on effective sets too large for the dense method, linear kernel with fewer
+        # features than effective instances: the interior-point Newton systems by the Woodbury
+        # identity on the features (d × d), K never formed
         self.qp = ("ipm" if n_eff <= IPM_MAX and self.dense else "smo") if qp == "auto" else qp
+        self.lowrank = (self.qp == "ipm" and not self.kernel and not (n_eff <= IPM_MAX and self.dense)
+                        and self.d <= LOWRANK_RATIO * n_eff)
         self.wit0 = np.where((sizes[self.pos_bags] == 1) | dead, self.ptr[self.pos_bags], -1)
 
     # ------------------------------------------------------------- linear algebra
@@ -190,8 +197,9 @@ class MISVMBranchAndBound:
 
     def _solve_node_ipm(self, active):
         """Node QP on the effective set by the interior-point method (no warm start; near exact),
-        its multipliers projected onto the dual feasible set so that D(α) is a valid bound."""
-        from milopt.algorithms.svm_ipm import _ipm
+        its multipliers projected onto the dual feasible set so that D(α) is a valid bound.
+        Dense Newton systems, or with ``lowrank`` the Woodbury form on the features."""
+        from milopt.algorithms.svm_ipm import _ipm, _ipm_lowrank
 
         idx = np.flatnonzero(active)
         alpha = np.zeros(self.n)
@@ -199,8 +207,10 @@ class MISVMBranchAndBound:
             # one class only: Σ y α = 0 leaves α = 0 as the only dual feasible point (w = 0)
             return alpha, self.y.copy(), 0
         gi, ginv = np.unique(self.bag_of[idx], return_inverse=True)
-        Ke = self.Krows(idx, idx)
-        r = _ipm(Ke, self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
+        if self.lowrank:
+            r = _ipm_lowrank(self.X[idx], self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
+        else:
+            r = _ipm(self.Krows(idx, idx), self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
         alpha[idx] = self.project(r["alpha"], idx)
         F = self.y - self.Kv(self.y * alpha)
         return alpha, F, int(r["iterations"])
@@ -257,8 +267,12 @@ class MISVMBranchAndBound:
         tol = self.tol
         alpha0 = node.alpha
         iters = 0
+        polish = False
         while True:
-            alpha, F, it = self._node_qp(alpha0, active, deadline, tol)
+            if polish:   # the coordinate descent from the low-rank interior point's multipliers
+                alpha, F, it = self._solve_node_smo(alpha0, active, deadline, tol)
+            else:
+                alpha, F, it = self._node_qp(alpha0, active, deadline, tol)
             iters += it
             D, coef, raw = self.dual_objective(alpha)
             nb = max(node.bound, D)
@@ -270,11 +284,14 @@ class MISVMBranchAndBound:
                         "coef": coef, "phi": ph}
             if (wit < 0).any():
                 break
-            # a leaf whose QP is not yet accurate enough to close it: tighten
-            if self.qp == "ipm" or tol <= 1e-11 or time.perf_counter() > deadline:
+            # a leaf whose QP is not yet accurate enough to close it: tighten (the low-rank
+            # interior point may stop short of the optimum: the coordinate descent finishes it)
+            if (self.qp == "ipm" and not self.lowrank) or tol <= 1e-11 or time.perf_counter() > deadline:
                 return {"action": "close", "bound": nb, "iterations": iters, "raw": raw, "norm2": norm2,
                         "coef": coef, "phi": ph}
-            tol *= 0.01
+            if polish:
+                tol *= 0.01
+            polish = True
             alpha0 = alpha
         # branch: look-ahead gains of every instance of every unresolved bag
         unres = np.flatnonzero(wit < 0)
@@ -303,8 +320,9 @@ class MISVMBranchAndBound:
 
     # ---------------------------------------------------------------- the search
     def solve(self, time_limit=None, mip_gap=1e-4, abs_gap=1e-9, node_limit=None, incumbents=(), primal_incumbents=(),
-              heuristic=None, swap=True, dive_every=25, heuristic_share=0.3, verbose=False, log_every=5.0,
-              history_every=0.5, workers=1, batch=0, log=None, start_swap=False):
+              heuristic=None, swap=True, dive_every=0, heuristic_share=0.1, verbose=False, log_every=5.0,
+              history_every=0.5, workers=1, batch=0, log=None, start_swap=False, kick_every=0, kick_size=3, seed=0,
+              incumbent_times=None, scheduler=None):
         """Run the branch and bound.
 
         Parameters
@@ -319,6 +337,9 @@ class MISVMBranchAndBound:
         incumbents : iterable of (coef, b)
             Known points as dual coefficients (f = K coef + b); their Φ is evaluated and the best
             is the first incumbent.
+        incumbent_times : list of float, optional
+            When each of ``incumbents`` was found, in seconds relative to the start of this call
+            (negative: before it); the trajectory records them at these times.
         primal_incumbents : iterable of (w, b)
             Known points as primal weights (linear kernel).
         heuristic : callable(scores) -> (coef, b) or None, optional
@@ -331,10 +352,16 @@ class MISVMBranchAndBound:
         heuristic_share : float
             Heuristics during the search stop while they have used more than this share of the
             elapsed time (+ 1 s).
+        kick_every, kick_size, seed : int
+            Every ``kick_every``-th node (0: never), one second of the iterated local search
+            (:func:`.heuristics.kick_search`, at most ``kick_size`` bags kicked at once, seeded)
+            from the incumbent.
         verbose : bool
             Progress lines (time, nodes, open, incumbent, bound, gap) on stderr every ``log_every`` s.
         workers, batch : int
             Processes evaluating open nodes in parallel (:mod:`.parallel`), nodes per round.
+        scheduler : str, optional
+            Evaluate the rounds on a dask.distributed cluster (``'local'`` or an address).
 
         Returns
         -------
@@ -343,7 +370,7 @@ class MISVMBranchAndBound:
         open_nodes, seconds, incumbent_source, incumbent_time, heuristic_search_seconds,
         closed_nodes (evaluated nodes closed, by bound or by a feasible relaxed optimum).
         """
-        from .heuristics import swap_search
+        from .heuristics import kick_search, swap_search
 
         t0 = time.perf_counter()
         deadline = t0 + (float(time_limit) if time_limit is not None else math.inf)
@@ -400,7 +427,7 @@ class MISVMBranchAndBound:
         queue = NodeQueue()
         closed = [math.inf]       # smallest bound of the nodes closed so far (part of the proof)
         queue.push(Node(-math.inf, self.wit0.copy(), np.zeros(self.n), 0, -1))
-        stats = {"nodes": 0, "iters": 0, "root": None, "closed": 0}
+        stats = {"nodes": 0, "iters": 0, "root": None, "closed": 0, "kicks": 0}
         termination = "optimal"
 
         def lower():
@@ -465,16 +492,19 @@ class MISVMBranchAndBound:
             print(f"{'time':>10} {'nodes':>10} {'open':>9} {'incumbent':>14} {'bound':>14} {'gap':>9}",
                   file=out_log, flush=True)
         try:
-            for vec, b in incumbents:
-                offer(np.asarray(vec, dtype=float), b, "start")
+            for k, (vec, b) in enumerate(incumbents):
+                if offer(np.asarray(vec, dtype=float), b, "start") and incumbent_times is not None:
+                    # a start found before the search: its own time (negative: before the search began)
+                    best["time"] = float(incumbent_times[k])
+                    trajectory[-1] = (best["time"], trajectory[-1][1])
             for w, b in primal_incumbents:
                 offer(np.asarray(w, dtype=float), b, "start", is_w=True)
             if start_swap and swap and best["value"] < math.inf and time.perf_counter() < deadline:
                 _swap_only(self, best, offer, deadline, heur, t0)
-            if workers > 1:
+            if workers > 1 or scheduler:
                 from .parallel import NodePool
 
-                pool = NodePool(self, workers)
+                pool = NodePool(self, workers, scheduler)
             while queue:
                 if closes(queue.min_bound()):
                     break
@@ -498,6 +528,21 @@ class MISVMBranchAndBound:
                     dives = [wants_dive(j) for j in range(len(nodes))]
                     for node, res in zip(nodes, pool.evaluate(nodes, best["value"], eps(), deadline, dives)):
                         apply(node, res)
+                if (kick_every and stats["nodes"] // kick_every > stats["kicks"] and best["value"] < math.inf
+                        and budget_ok() and time.perf_counter() < deadline):
+                    stats["kicks"] = stats["nodes"] // kick_every
+                    th = time.perf_counter()
+                    try:
+                        start_raw = self.Kv(best["coef"]) if best["coef"] is not None else self.X @ best["w"]
+                        r = kick_search(self, start_raw, min(deadline, th + 1.0), seed=seed + stats["kicks"],
+                                        kick=kick_size)
+                        if r is not None:
+                            offer(r[1], r[2], "kick")
+                    except KeyboardInterrupt:
+                        raise
+                    except Exception:  # noqa: BLE001 - a failed local search never stops the proof
+                        pass
+                    heur["time"] += time.perf_counter() - th
                 record()
         except KeyboardInterrupt:
             termination = "interrupted"

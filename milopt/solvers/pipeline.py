@@ -1,0 +1,155 @@
+"""Build, start, budget, solve: the one sequence behind ``milopt solve``, the bench and the
+formulation estimators.
+
+A formulation is solved in four stages, under one time limit T counted from ``t_start``:
+
+1. **build** -- the bags (given, or loaded by a callable inside the budget) and
+   ``form.make_model(bags, **params)``; with ``interrupt=True`` loading and building are
+   stopped when T passes (:func:`milopt.solvers.budget.alarm_at`) and the solver never starts;
+2. **start** -- a starting point: an explicit ``point`` (``form.warm_start(model, *point)``),
+   else the one the builder computed (``ModelInfo.start``; formulations with a ``warm_start``
+   parameter), else, on request, the formulation's ``default_start(model)``;
+3. **budget** -- the solver receives ``T - elapsed``; when less than
+   :data:`~milopt.solvers.budget.MIN_SOLVER_SECONDS` is left the result is
+   ``termination=time_limit`` with no solution and the solver is not called;
+4. **solve** -- :func:`milopt.solvers.driver.solve` (which extracts the matrix form once).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from milopt.solvers.result import SolveResult
+
+
+@dataclass
+class Staged:
+    """What :func:`build_and_solve` did.
+
+    Attributes
+    ----------
+    model, bags
+        The built model and the bags it was built on (None when T passed while building).
+    result : SolveResult
+        The solver's result, or the time-limit result of a budget spent before the solver.
+    build_seconds : float
+        ``make_model`` alone; when T passed while loading or building, the time from ``t_start``.
+    start_seconds : float
+        Time spent in ``default_start`` / ``warm_start``.
+    warm_start : bool
+        The variables held a starting point handed to the solver.
+    solver_time_limit : float or None
+        The seconds the solver was given.
+    stage : str
+        ``"solved"`` (the solver ran), ``"budget"`` (T was spent before the solver started) or
+        ``"build"`` (T passed while loading or building).
+    """
+
+    model: Any
+    bags: Any
+    result: SolveResult
+    build_seconds: float
+    start_seconds: float = 0.0
+    warm_start: bool = False
+    solver_time_limit: float | None = None
+    stage: str = "solved"
+
+    def model_size(self):
+        """The size of what the solver received (the driver's extraction, in
+        ``result.extra``), else measured on the model; None without a model."""
+        size = (self.result.extra or {}).get("model_size")
+        if size is None and self.model is not None:
+            from milopt.solvers.extract import model_size
+
+            size = model_size(self.model)
+        return size
+
+
+def apply_start(form, model, warm_start: bool | None, point=None) -> tuple[bool, float]:
+    """Stage 2: put a starting point in ``model``'s variables; (one is there, seconds spent).
+
+    ``point`` (a tuple for ``form.warm_start``) wins; a formulation with a ``warm_start``
+    parameter (or ``warm_start=None``) keeps what its builder computed (``ModelInfo.start``);
+    ``warm_start=True`` calls ``form.default_start`` when the formulation has one."""
+    from milopt.models.info import info
+
+    t0 = time.perf_counter()
+    if point is not None:
+        form.warm_start(model, *point)
+    elif warm_start is None or "warm_start" in form.params:
+        return bool(info(model).start), 0.0
+    elif warm_start and form.default_start is not None:
+        form.default_start(model)
+    else:
+        return False, 0.0
+    return True, time.perf_counter() - t0
+
+
+def build_and_solve(form, bags, params: dict, solver: str = "auto", *, time_limit: float | None = None,
+                    t_start: float | None = None, warm_start: bool | None = None, point=None,
+                    build_kw: dict | None = None, interrupt: bool = False, mip_gap: float | None = None,
+                    threads: int | None = None, verbose: bool = False, options: dict | None = None,
+                    before_solve: Callable | None = None, refuse_early: bool = True) -> Staged:
+    """Build ``form`` on ``bags``, start, budget and solve it (see the module docstring).
+
+    Parameters
+    ----------
+    form : Formulation or str
+        The formulation (or its name).
+    bags : Bags or callable
+        The bags, or a function of no arguments returning them (called inside the budget).
+    params : dict
+        The formulation's typed parameters (:meth:`Formulation.validate`).
+    solver : str
+        Backend name or ``auto``; with ``refuse_early``, a named backend that cannot take the
+        built model is refused before the start is computed (the driver refuses it anyway,
+        from the matrix form, before solving).
+    time_limit : float, optional
+        T in seconds, counted from ``t_start`` (default: now).
+    warm_start, point
+        Stage 2 (:func:`apply_start`).
+    build_kw : dict, optional
+        Further keywords for ``make_model`` (e.g. an ``upper_bound`` from the start).
+    interrupt : bool
+        Stop loading and building when T passes.
+    mip_gap, threads, verbose, options
+        As :func:`milopt.solvers.driver.solve`.
+    before_solve : callable, optional
+        ``before_solve(model, problem_class) -> dict`` of :func:`~milopt.solvers.driver.solve`
+        keywords that replace the ones above (the bench asks SCIP for its display lines on
+        integer problems).
+    """
+    from milopt.solvers.budget import TimeLimitReached, alarm_at, expired_result, remaining_or_expired
+    from milopt.solvers.driver import check_supported, classify, get_backend, solve
+
+    if isinstance(form, str):
+        from milopt.models import formulation
+
+        form = formulation(form)
+    t_start = time.perf_counter() if t_start is None else t_start
+    deadline = None if time_limit is None or not interrupt else t_start + float(time_limit)
+    try:
+        with alarm_at(deadline):
+            if callable(bags):
+                bags = bags()
+            t0 = time.perf_counter()
+            model = form.make_model(bags, **params, **(build_kw or {}))
+            build_s = time.perf_counter() - t0
+    except TimeLimitReached:
+        return Staged(None, None, expired_result(time_limit, t_start, solver), time.perf_counter() - t_start,
+                      stage="build")
+    cls = None
+    if solver != "auto" and refuse_early:
+        cls, feats = classify(model)
+        check_supported(get_backend(solver), cls, feats, form.name)
+    started, start_s = apply_start(form, model, warm_start, point)
+    kw = dict(mip_gap=mip_gap, threads=threads, verbose=verbose, options=options, warm_start=started)
+    if before_solve is not None:
+        kw.update(before_solve(model, cls if cls is not None else classify(model)[0]))
+    limit = time_limit
+    if time_limit is not None:
+        limit, expired = remaining_or_expired(float(time_limit), t_start, solver)
+        if expired is not None:
+            return Staged(model, bags, expired, build_s, start_s, started, limit, "budget")
+    return Staged(model, bags, solve(model, solver, time_limit=limit, **kw), build_s, start_s, started, limit)

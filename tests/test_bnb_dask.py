@@ -1,0 +1,128 @@
+"""bnb's node evaluation on a dask.distributed cluster (option ``scheduler``): the same proof."""
+import numpy as np
+import pytest
+from test_bnb import brute_force, tiny
+
+from milopt.algorithms.bnb import solve_bags
+from milopt.algorithms.bnb.options import PARAMS
+from milopt.errors import InvalidParameterError, SolverUnavailableError
+from milopt.models import misvm_bigm
+
+distributed = pytest.importorskip("dask.distributed")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two single-threaded worker processes (one cluster for the module: starting one takes
+    seconds), as ``scheduler=local`` starts them."""
+    from milopt.algorithms.bnb.parallel import local_cluster
+
+    with local_cluster(2) as c:
+        yield c
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_dask_equals_brute_force_and_serial(cluster, seed):
+    bags = tiny(seed + 20, n_pos=4)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    serial = solve_bags(bags, costs=costs, mip_gap=1e-7, restarts=0, anneal=0)
+    out = solve_bags(bags, costs=costs, mip_gap=1e-7, restarts=0, anneal=0, workers=2, batch=3,
+                     scheduler=cluster.scheduler_address)
+    assert out["termination"] == serial["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert out["objective"] == pytest.approx(serial["objective"], rel=1e-6, abs=1e-8)
+    assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7
+    assert out["options"]["scheduler"] == cluster.scheduler_address
+    # the returned (w, b) has the reported objective
+    raw = bags.X @ out["w"] + out["b"]
+    m = np.maximum.reduceat(raw, bags.bag_ptr[:-1])
+    phi = 0.5 * out["w"] @ out["w"] + costs @ np.where(bags.y == 1, np.maximum(0, 1 - m), np.maximum(0, 1 + m))
+    assert phi == pytest.approx(out["objective"], rel=1e-7, abs=1e-9)
+
+
+def test_dask_bound_valid_when_stopped_early(cluster):
+    """Stopped after a few rounds: the bound never exceeds the optimum, the incumbent never
+    falls below it."""
+    bags = tiny(23, n_pos=4, max_size=5)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    for limit in (1, 3, 7):
+        out = solve_bags(bags, costs=costs, restarts=1, anneal=0, node_limit=limit, workers=2, batch=2,
+                         scheduler=cluster.scheduler_address)
+        assert out["bound"] <= ref + 1e-7
+        assert out["objective"] >= ref - 1e-7
+
+
+def test_each_thread_has_its_own_solver_state():
+    """Threads of one dask worker evaluate on their own copies of the engine (the node QP state
+    is mutated), sharing the read-only kernel matrix; a new engine replaces the copy."""
+    import threading
+
+    from milopt.algorithms.bnb import MISVMBranchAndBound
+    from milopt.algorithms.bnb.parallel import _thread_engine
+
+    bags = tiny(21, n_pos=4)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs)
+    got = {}
+
+    def grab(k):
+        got[k] = (_thread_engine(eng), _thread_engine(eng))
+
+    ts = [threading.Thread(target=grab, args=(k,)) for k in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    (a, a2), (b, _) = got[0], got[1]
+    assert a is a2                                   # made once per thread
+    assert a is not b and a is not eng and b is not eng
+    assert a.smo is not eng.smo and a.smo is not b.smo
+    assert a.K is eng.K and b.K is eng.K             # shared, not copied
+    eng2 = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs)
+    c = _thread_engine(eng2)
+    assert c is not _thread_engine(eng) and c.K is eng2.K
+
+
+def test_dask_threads_share_no_solver_state():
+    """One worker with four threads: node QPs run concurrently in one process; the
+    coordinate-descent node QP (which keeps state) gives the brute-force optimum."""
+    import logging
+
+    bags = tiny(21, n_pos=4)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=4, processes=True, dashboard_address=":0",
+                                  silence_logs=logging.ERROR) as c:
+        out = solve_bags(bags, costs=costs, mip_gap=1e-7, restarts=0, anneal=0, workers=4, batch=8, qp="smo",
+                         scheduler=c.scheduler_address)
+    assert out["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+
+
+def test_dask_local_cluster_option():
+    """``scheduler=local`` starts (and stops) its own LocalCluster of ``workers`` processes."""
+    bags = tiny(22, n_pos=4)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    out = solve_bags(bags, costs=costs, mip_gap=1e-7, restarts=0, anneal=0, workers=2, scheduler="local")
+    assert out["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.slow
+def test_unreachable_scheduler_is_one_line():
+    """(Waits for dask's connection timeout, 30 s.)"""
+    bags = tiny(20, n_pos=4)
+    with pytest.raises(SolverUnavailableError) as e:
+        solve_bags(bags, restarts=0, anneal=0, scheduler="tcp://127.0.0.1:1", time_limit=60)
+    msg = str(e.value)
+    assert "\n" not in msg and "scheduler" in msg and "local" in msg
+
+
+def test_scheduler_option_is_declared():
+    assert PARAMS["scheduler"].default is None
+    assert PARAMS.resolve({"scheduler": "local"}, "bnb options")["scheduler"] == "local"
+    with pytest.raises(InvalidParameterError):
+        PARAMS.resolve({"schedular": "local"}, "bnb options")

@@ -1,0 +1,52 @@
+"""benchmarks/bnb_generalisation.py: the paired statistics and one small cross-validation."""
+import importlib.util
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+PATH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bnb_generalisation.py"
+
+
+@pytest.fixture(scope="module")
+def study():
+    spec = importlib.util.spec_from_file_location("bnb_generalisation", PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_paired_counts_and_wilcoxon(study):
+    from scipy.stats import wilcoxon
+
+    x = np.array([0.9, 0.8, 0.7, 1.0, 0.6, 0.5, np.nan])
+    y = np.array([0.8, 0.8, 0.9, 0.7, 0.5, 0.4, 0.3])
+    p = study.paired(x, y)
+    assert (p["wins"], p["ties"], p["losses"]) == (4, 1, 1)            # the NaN pair is skipped
+    assert p["p"] == pytest.approx(wilcoxon([0.1, -0.2, 0.3, 0.1, 0.1]).pvalue)
+    assert p["mean_difference"] == pytest.approx(np.mean([0.1, 0.0, -0.2, 0.3, 0.1, 0.1]))
+    assert study.paired([0.5, 0.7], [0.5, 0.7])["p"] == 1.0             # all ties
+
+
+def test_small_cross_validation(study, tmp_path, capsys):
+    """Three folds of a small generated set: bnb proves every fold, its Φ is never above a
+    heuristic's, the summary and the pooled comparison agree with the rows."""
+    out = tmp_path / "run.json"
+    study.main(["--data", "gen:digits?bags=15&seed=3", "--folds", "3", "--time-limit", "60", "--restarts", "3",
+                "--anneal", "4", "--no-pdmisvm", "--json", "--out", str(out)])
+    doc = json.loads(capsys.readouterr().out)
+    assert json.loads(out.read_text())["summary"] == doc["summary"]
+    rows = doc["rows"]
+    assert {r["method"] for r in rows} == set(study.METHODS) and len(rows) == 3 * len(study.METHODS)
+    for k in range(3):
+        fr = {r["method"]: r for r in rows if r["fold"] == k}
+        assert fr["optimum"]["termination"] == "optimal"
+        for m in study.HEURISTICS:
+            assert fr["optimum"]["phi"] <= fr[m]["phi"] + 1e-6 * max(1.0, fr[m]["phi"])
+        assert 0.0 <= fr["optimum"]["accuracy"] <= 1.0
+    s = doc["summary"]
+    assert s["proved"] == 3 and s["folds"] == 3
+    assert s["methods"]["optimum"]["phi"][0] == pytest.approx(np.mean([r["phi"] for r in rows
+                                                                        if r["method"] == "optimum"]))
+    assert study.pooled([doc])["paired"] == s["paired"]
