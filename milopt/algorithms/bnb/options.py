@@ -22,8 +22,8 @@ PARAMS = ParamSet(
     kick_seconds=Float(20.0, "seconds of iterated local search (random witness kicks, then the alternation) from "
                              "the best start, within start_share of the time limit", ge=0),
     kick_size=Int(3, "largest number of bags kicked at once by the iterated local search", ge=1),
-    kick_every=Int(100, "a one-second round of the iterated local search from the incumbent every k-th node "
-                        "(0: never)", ge=0),
+    kick_every=Int(100, "a one-second round of the iterated local search from the incumbent after k nodes, the "
+                        "interval doubling after each round that finds nothing (0: never)", ge=0),
     dive_every=Int(0, "run the alternation from the relaxation of every k-th node (0: only on improvement)",
                    ge=0),
     heuristic_share=Float(0.1, "largest share of the elapsed time spent in primal heuristics during the search",

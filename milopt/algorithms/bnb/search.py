@@ -353,9 +353,10 @@ class MISVMBranchAndBound:
             Heuristics during the search stop while they have used more than this share of the
             elapsed time (+ 1 s).
         kick_every, kick_size, seed : int
-            Every ``kick_every``-th node (0: never), one second of the iterated local search
+            After ``kick_every`` nodes (0: never), one second of the iterated local search
             (:func:`.heuristics.kick_search`, at most ``kick_size`` bags kicked at once, seeded)
-            from the incumbent.
+            from the incumbent; the interval doubles after every round that finds nothing and
+            returns to ``kick_every`` after one that does.
         verbose : bool
             Progress lines (time, nodes, open, incumbent, bound, gap) on stderr every ``log_every`` s.
         workers, batch : int
@@ -427,7 +428,8 @@ class MISVMBranchAndBound:
         queue = NodeQueue()
         closed = [math.inf]       # smallest bound of the nodes closed so far (part of the proof)
         queue.push(Node(-math.inf, self.wit0.copy(), np.zeros(self.n), 0, -1))
-        stats = {"nodes": 0, "iters": 0, "root": None, "closed": 0, "kicks": 0}
+        stats = {"nodes": 0, "iters": 0, "root": None, "closed": 0, "kicks": 0, "next_kick": kick_every,
+                 "kick_gap": kick_every}
         termination = "optimal"
 
         def lower():
@@ -528,16 +530,19 @@ class MISVMBranchAndBound:
                     dives = [wants_dive(j) for j in range(len(nodes))]
                     for node, res in zip(nodes, pool.evaluate(nodes, best["value"], eps(), deadline, dives)):
                         apply(node, res)
-                if (kick_every and stats["nodes"] // kick_every > stats["kicks"] and best["value"] < math.inf
+                if (kick_every and stats["nodes"] >= stats["next_kick"] and best["value"] < math.inf
                         and budget_ok() and time.perf_counter() < deadline):
-                    stats["kicks"] = stats["nodes"] // kick_every
+                    # a round of the iterated local search; the interval doubles after a round
+                    # that finds nothing (and is reset by one that does)
+                    stats["kicks"] += 1
                     th = time.perf_counter()
                     try:
                         start_raw = self.Kv(best["coef"]) if best["coef"] is not None else self.X @ best["w"]
                         r = kick_search(self, start_raw, min(deadline, th + 1.0), seed=seed + stats["kicks"],
                                         kick=kick_size)
-                        if r is not None:
-                            offer(r[1], r[2], "kick")
+                        found = r is not None and offer(r[1], r[2], "kick")
+                        stats["kick_gap"] = kick_every if found else 2 * stats["kick_gap"]
+                        stats["next_kick"] = stats["nodes"] + stats["kick_gap"]
                     except KeyboardInterrupt:
                         raise
                     except Exception:  # noqa: BLE001 - a failed local search never stops the proof
