@@ -76,13 +76,13 @@ from pyomo.common.gc_manager import PauseGC
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.mil.bigm import (hull_interior, incumbent, incumbent_bounds, known_bound, mildsvm_big_m,
-                             valid_big_m)
+                             start_slacks, valid_big_m)
 from milopt.models._linear import add_linear_rows, var_list
 from milopt.models.info import MILModel
 from milopt.models.info import info as model_info
 from milopt.numerics import bag_costs, misvm_objective
 from milopt.params import FALSE, TRUE, Bool, Choice, Float, ParamSet, Str, parse_bool
-from milopt.segments import segment_argmax, segment_max
+from milopt.segments import segment_argmax
 
 #: keys accepted from the command line (milopt.params)
 PARAMS = ParamSet(
@@ -491,29 +491,16 @@ def warm_start(model, w, b) -> None:
         for k in range(d):
             model.v[k].value = float(abs(w[k]))
     s = bags.X @ w + b
-    ptr = bags.bag_ptr
-    removed = meta.get("removed")
-    arg = segment_argmax(s if removed is None or not removed.any() else np.where(removed, -np.inf, s), ptr)
-    mx = s[arg]
-    pos = bags.y == 1
-    neg_mx = segment_max(s, ptr)
-    xi = np.where(pos, np.maximum(0.0, 1.0 - mx), np.maximum(0.0, 1.0 + neg_mx))
     zi = np.fromiter(model.ZETA, dtype=np.int64, count=len(model.ZETA))
-    zeta = (zi != arg[bags.bag_index[zi]]).astype(int)
-    if meta.get("disjunction") == "indicator":
-        pass  # a released instance needs no slack
-    elif meta.get("disjunction") == "sos1":
+    disj = meta.get("disjunction")
+    # a released instance needs no slack with indicators; sos1 takes its violation in s_i
+    xi, zeta, _ = start_slacks(s, bags, zi, None if disj in ("indicator", "sos1") else meta["big_m"],
+                               meta.get("removed"))
+    if disj == "sos1":
         sl = np.where(zeta == 1, np.maximum(0.0, 1.0 - xi[bags.bag_index[zi]] - s[zi]), 0.0)
         for k, i in enumerate(zi.tolist()):
             model.s[i].value = float(sl[k])
             model.u[i].value = float(1 - zeta[k])
-    else:
-        # a non-witness instance of a positive bag may need a larger slack when L is small
-        L = meta["big_m"]
-        need = np.zeros(bags.n_bags)
-        nw = zeta == 1
-        np.maximum.at(need, bags.bag_index[zi[nw]], 1.0 - s[zi[nw]] - L[zi[nw]])
-        xi = np.maximum(xi, need)
     for I in model.BAGS:
         model.xi[I].value = float(xi[I])
     for k, i in enumerate(zi.tolist()):

@@ -80,13 +80,13 @@ from pyomo.common.gc_manager import PauseGC
 from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError, InvalidParameterError
 from milopt.features.kernels import kernel_matrix
-from milopt.mil.bigm import trivial_upper_bound
+from milopt.mil.bigm import start_slacks, trivial_upper_bound
 from milopt.models._linear import add_linear_rows, add_quadratic_objective, var_list
 from milopt.models.info import MILModel
 from milopt.models.info import info as model_info
 from milopt.numerics import bag_costs, bag_slacks
 from milopt.params import Bool, Choice, Float, Int, ParamSet, Str, parse_bool
-from milopt.segments import segment_argmax, segment_max
+from milopt.segments import segment_argmax
 
 KERNELS = ("linear", "rbf", "poly", "precomputed")
 FORMS = ("matrix", "factor")
@@ -386,17 +386,8 @@ def warm_start_point(model, coef, b) -> None:
         var[i].value = v
     model.b.value = float(b)
     s = K @ coef + float(b)
-    ptr = bags.bag_ptr
-    arg = segment_argmax(s, ptr)
-    pos = bags.y == 1
-    xi = np.where(pos, np.maximum(0.0, 1.0 - s[arg]), np.maximum(0.0, 1.0 + segment_max(s, ptr)))
     zi = np.fromiter(model.ZETA, dtype=np.int64, count=len(model.ZETA))
-    zeta = (zi != arg[bags.bag_index[zi]]).astype(int)
-    L = meta["big_m"]
-    need = np.zeros(bags.n_bags)
-    nw = zeta == 1
-    np.maximum.at(need, bags.bag_index[zi[nw]], 1.0 - s[zi[nw]] - L[zi[nw]])
-    xi = np.maximum(xi, need)
+    xi, zeta, _ = start_slacks(s, bags, zi, meta["big_m"])
     for I in model.BAGS:
         model.xi[I].value = float(xi[I])
     for k, i in enumerate(zi.tolist()):

@@ -26,7 +26,7 @@ import numpy as np
 from milopt.data.bags import Bags
 from milopt.mil.alternation import misvm_alternate
 from milopt.numerics import misvm_objective, sil_start
-from milopt.segments import expand, segment_max, segment_mean
+from milopt.segments import expand, segment_argmax, segment_max, segment_mean
 
 __all__ = ["trivial_upper_bound", "valid_big_m", "linf_spread", "mildsvm_big_m", "incumbent", "known_bound",
            "pair_diameter", "incumbent_bounds", "hull_interior"]
@@ -258,3 +258,30 @@ def hull_interior(bags: Bags, tol: float = 1e-9) -> np.ndarray:
                 alive[k] = False
         out[s + idx[~alive]] = True
     return out
+
+
+def start_slacks(scores: np.ndarray, bags: Bags, zi: np.ndarray, big_m: np.ndarray | None,
+                 removed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""The cheapest big-M slacks of a point with instance scores f_i = w·z_i + b.
+
+    ζ_i = 0 on the best-scoring instance of each positive bag (the witness; instances in
+    ``removed`` never are) and 1 elsewhere (``zi``: the instances that carry a ζ); the bag slacks
+    are :math:`\xi_I = [1 - \max_{i\in I} f_i]_+` (positive bags) and
+    :math:`[1 + \max_{i\in I} f_i]_+` (negative bags), raised where a non-witness row
+    :math:`f_i \ge 1 - \xi_I - L_i` would be violated by a big-M L smaller than valid
+    (``big_m``; None: released instances need no slack, as with indicator constraints).
+
+    Returns (ξ per bag, ζ per entry of ``zi``, the witness index per bag).
+    """
+    ptr = bags.bag_ptr
+    s = np.asarray(scores, dtype=float)
+    arg = segment_argmax(s if removed is None or not removed.any() else np.where(removed, -np.inf, s), ptr)
+    pos = bags.y == 1
+    xi = np.where(pos, np.maximum(0.0, 1.0 - s[arg]), np.maximum(0.0, 1.0 + segment_max(s, ptr)))
+    zeta = (zi != arg[bags.bag_index[zi]]).astype(int)
+    if big_m is not None:
+        need = np.zeros(bags.n_bags)
+        nw = zeta == 1
+        np.maximum.at(need, bags.bag_index[zi[nw]], 1.0 - s[zi[nw]] - big_m[zi[nw]])
+        xi = np.maximum(xi, need)
+    return xi, zeta, arg
