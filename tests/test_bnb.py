@@ -30,38 +30,40 @@ def tiny(seed, n_pos=3, n_neg=3, d=3, max_size=4):
     return Bags.from_arrays(arrs, y)
 
 
-def selection_qp(bags, witnesses, costs):
-    """Optimum of the convex MI-SVM QP for one witness per positive bag, certified: the dual by
-    the interior-point method, the primal value of its w with the best intercept (scanned over
-    all breakpoints), and their gap checked to be negligible.  (HiGHS's active-set QP was seen
-    to cycle on some of these tiny degenerate QPs.)"""
+def selection_qp(bags, witnesses, costs, K=None):
+    """Optimum of the convex MI-SVM QP for one witness per positive bag (linear kernel, or the
+    Gram matrix ``K``), certified: the dual by the interior-point method, the primal value of its
+    solution with the best intercept (scanned over all breakpoints), and their gap checked to be
+    negligible.  (HiGHS's active-set QP was seen to cycle on some of these tiny degenerate QPs.)"""
     from milopt.algorithms.svm_ipm import solve_group_dual_ipm
 
-    X, bi = bags.X, bags.bag_index
+    bi = bags.bag_index
     rows = np.array([i for i in range(bags.n_instances) if bags.y[bi[i]] == 0] + list(witnesses), dtype=int)
     rows = rows[costs[bi[rows]] > 0]        # a bag of cost 0 never constrains (w, b)
     if rows.size == 0 or np.unique(bags.y[bi[rows]]).size < 2:
         return 0.0                           # one class only: w = 0 and a large |b| cost nothing
     y = np.where(bags.y[bi[rows]] == 1, 1.0, -1.0)
     g, ginv = np.unique(bi[rows], return_inverse=True)
-    r = solve_group_dual_ipm(X[rows] @ X[rows].T, y, ginv, costs[g], tol=1e-12)
-    w = X[rows].T @ (r["alpha"] * y)
-    raw = X[rows] @ w
+    Ke = bags.X[rows] @ bags.X[rows].T if K is None else K[np.ix_(rows, rows)]
+    r = solve_group_dual_ipm(Ke, y, ginv, costs[g], tol=1e-12)
+    v = r["alpha"] * y
+    raw = Ke @ v
     best = np.inf
     for b in np.r_[y - raw, 0.0]:
         loss = np.maximum(0.0, 1.0 - y * (raw + b))
         xi = np.zeros(g.size)
         np.maximum.at(xi, ginv, loss)
-        best = min(best, 0.5 * w @ w + costs[g] @ xi)
+        best = min(best, 0.5 * v @ raw + costs[g] @ xi)
     assert best - r["dual"] <= 1e-7 * max(1.0, best)
     return best
 
 
-def brute_force(bags, costs):
+def brute_force(bags, costs, K=None):
+    """Minimum over every witness selection of the certified SVM optimum (linear or Gram ``K``)."""
     ptr = bags.bag_ptr
     pos = np.flatnonzero(bags.y == 1)
     choices = [range(ptr[I], ptr[I + 1]) for I in pos]
-    return min(selection_qp(bags, s, costs) for s in itertools.product(*choices))
+    return min(selection_qp(bags, s, costs, K) for s in itertools.product(*choices))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -270,27 +272,6 @@ def test_parallel_equals_brute_force(seed):
     assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7
 
 
-def kernel_selection_qp(bags, K, witnesses, costs):
-    """Optimum of the kernel SVM for one witness selection (certified as selection_qp)."""
-    from milopt.algorithms.svm_ipm import solve_group_dual_ipm
-
-    bi = bags.bag_index
-    rows = np.array([i for i in range(bags.n_instances) if bags.y[bi[i]] == 0] + list(witnesses), dtype=int)
-    y = np.where(bags.y[bi[rows]] == 1, 1.0, -1.0)
-    g, ginv = np.unique(bi[rows], return_inverse=True)
-    r = solve_group_dual_ipm(K[np.ix_(rows, rows)], y, ginv, costs[g], tol=1e-12)
-    v = r["alpha"] * y
-    raw = K[np.ix_(rows, rows)] @ v
-    best = np.inf
-    for b in np.r_[y - raw, 0.0]:
-        loss = np.maximum(0.0, 1.0 - y * (raw + b))
-        xi = np.zeros(g.size)
-        np.maximum.at(xi, ginv, loss)
-        best = min(best, 0.5 * v @ raw + costs[g] @ xi)
-    assert best - r["dual"] <= 1e-7 * max(1.0, best)
-    return best
-
-
 @pytest.mark.parametrize("kernel", ["rbf", "poly"])
 def test_kernel_equals_brute_force(kernel):
     """Kernel MI-SVM (Gram matrix given): the optimum is the minimum over all selections of the
@@ -303,16 +284,13 @@ def test_kernel_equals_brute_force(kernel):
     else:
         K = (X @ X.T / 3 + 1.0) ** 2
     costs = misvm_bigm.bag_costs(bags, 1.0)
-    ptr = bags.bag_ptr
-    pos = np.flatnonzero(bags.y == 1)
-    ref = min(kernel_selection_qp(bags, K, s, costs)
-              for s in itertools.product(*[range(ptr[I], ptr[I + 1]) for I in pos]))
+    ref = brute_force(bags, costs, K)
     out = solve_bags(bags, costs=costs, kernel=K, mip_gap=1e-7)
     assert out["termination"] == "optimal"
     assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
     assert out["bound"] <= ref + 1e-7
     raw = K @ out["coef"]
-    val, _ = mi_objective_best_b(raw, costs, bags.y == 1, ptr, float(out["coef"] @ raw))
+    val, _ = mi_objective_best_b(raw, costs, bags.y == 1, bags.bag_ptr, float(out["coef"] @ raw))
     assert val == pytest.approx(out["objective"], rel=1e-9)
 
 

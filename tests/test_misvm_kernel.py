@@ -1,6 +1,5 @@
 """Kernel MI-SVM big-M model (misvm-kernel-bigm): against misvm-bigm (linear kernel), brute force
 and the branch and bound (RBF, poly), export round trips, the CLI and the estimator."""
-import itertools
 import json
 import subprocess
 import sys
@@ -8,7 +7,7 @@ import sys
 import numpy as np
 import pyscipopt
 import pytest
-from test_bnb import kernel_selection_qp, tiny
+from test_bnb import brute_force, tiny
 
 from milopt.data import load
 from milopt.errors import InvalidDataError, InvalidParameterError
@@ -22,10 +21,7 @@ FORM = formulation("misvm-kernel-bigm")
 
 def brute_force_kernel(bags, K, costs):
     """Minimum over every witness selection of the certified kernel SVM optimum."""
-    ptr = bags.bag_ptr
-    pos = np.flatnonzero(bags.y == 1)
-    return min(kernel_selection_qp(bags, K, s, costs)
-               for s in itertools.product(*[range(ptr[I], ptr[I + 1]) for I in pos]))
+    return brute_force(bags, costs, K)
 
 
 @pytest.mark.scip
