@@ -90,8 +90,9 @@ class _LowRankNewton:
         M^{-1} r = B^{-1} r - B^{-1} U\,(I_d + U^\top B^{-1} U)^{-1}\,U^\top B^{-1} r,
 
     one d × d Cholesky factorisation and one n × d × d product per iteration (n d² flops instead
-    of n³/3; the solution is formed as :math:`B^{-1}(r - U p)` so that the difference is taken at
-    the scale of r, which stays accurate when δ spans many decades), and K is never formed: the node QPs of the branch and bound on data with fewer
+    of n³/3), and K is never formed.  The solution is formed as :math:`B^{-1}(r - U p)` with
+    :math:`(I_d + U^\top B^{-1} U)p = U^\top B^{-1} r`, so that the difference is taken at the
+    scale of r, which stays accurate when δ spans many decades.  For node QPs on data with fewer
     features than effective instances (MUSK2: d = 166, n ≈ 5,600).
     """
 
@@ -138,21 +139,23 @@ class _LowRankNewton:
             return binv(r - U @ p)
 
         def solve(r):
-            x = once(r)
+            # iterative refinement with the exact product M x (O(n d) each); the most accurate
+            # iterate is kept (refinement diverges when M is too ill-conditioned)
             scale = np.abs(r).max()
-            best = math.inf
-            for _ in range(3):   # iterative refinement with the exact product M x (O(n d) each)
+            x = once(r)
+            best, best_x = math.inf, x
+            for _ in range(4):
                 res = r - (delta * x + (w * np.bincount(g, weights=x, minlength=G))[g] + U @ (U.T @ x))
                 err = np.abs(res).max()
                 if not err < best:
                     break
-                best = err
+                best, best_x = err, x
                 if err <= 1e-14 * scale:
                     break
                 x = x + once(res)
             if not best <= 1e-3 * max(scale, 1e-300):
                 self.inaccurate = True
-            return x
+            return best_x
 
         return solve
 
