@@ -65,23 +65,26 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
             r = alternate_selection(eng, wit, deadline)
             return r[0], r[4], r[1]
 
+        def ranked():
+            """(Φ, order found, scores) of the starts so far, best first."""
+            vals = []
+            for c, _, _ in pts:
+                raw = eng.Kv(c)
+                vals.append((eng.phi_raw(raw, float(c @ raw))[0], len(vals), raw))
+            return sorted(vals, key=lambda v: v[:2])
+
         try:
             if o["restarts"] and both:
-                pts += [(c, b, time.perf_counter() - t0) for c, b in alternation_starts(bags, K, C, class_weight, o["restarts"], o["seed"],
-                                                                   start_deadline, X)]
+                pts += [(c, b, time.perf_counter() - t0)
+                        for c, b in alternation_starts(bags, K, C, class_weight, o["restarts"], o["seed"], start_deadline, X)]
             if o["anneal"] and both:
                 for raw in annealing_starts(eng, start_deadline, seed=o["seed"], runs=o["anneal"]):
                     if time.perf_counter() > start_deadline:
                         break
                     pts.append(polish(raw, start_deadline)[1:] + (time.perf_counter() - t0,))
             if o["swap"] and pts:
-                vals = []
-                for c, b, _ in pts:
-                    raw = eng.Kv(c)
-                    vals.append((eng.phi_raw(raw, float(c @ raw))[0], len(vals), raw))
-                vals.sort(key=lambda v: v[:2])
                 seen = []
-                for v, _, raw in vals:
+                for v, _, raw in ranked():
                     if len(seen) >= o["swap_starts"] or time.perf_counter() > start_deadline:
                         break
                     if any(abs(v - u) <= 1e-9 * max(1.0, abs(u)) for u in seen):
@@ -91,12 +94,7 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
                     if r is not None:
                         pts.append((r[1], r[2], time.perf_counter() - t0))
             if o["kick_seconds"] > 0 and pts and time.perf_counter() < start_deadline:
-                vals = []
-                for c, b, _ in pts:
-                    raw = eng.Kv(c)
-                    vals.append((eng.phi_raw(raw, float(c @ raw))[0], len(vals), raw))
-                raw = min(vals, key=lambda v: v[:2])[2]
-                r = kick_search(eng, raw, min(start_deadline, time.perf_counter() + o["kick_seconds"]), seed=o["seed"],
+                r = kick_search(eng, ranked()[0][2], min(start_deadline, time.perf_counter() + o["kick_seconds"]), seed=o["seed"],
                                 kick=o["kick_size"])
                 if r is not None:
                     pts.append((r[1], r[2], time.perf_counter() - t0))

@@ -249,7 +249,7 @@ def kick_search(eng, scores, deadline, seed=0, kick=3, swap=True):
             if r[0] < best[0] - tol:
                 idle = 0
                 best = (r[0], r[4], r[1])
-                if swap and eng.qp == "ipm" and time.perf_counter() < deadline:
+                if swap and time.perf_counter() < deadline:   # (None without interior-point node QPs)
                     sw = swap_search(eng, r[5], deadline)
                     if sw is not None and sw[0] < best[0] - tol:
                         best = sw
