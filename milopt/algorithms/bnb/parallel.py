@@ -50,11 +50,12 @@ def _evaluate(args):
     return _ENGINE.evaluate(node, incumbent, eps, deadline, dive)
 
 
-def NodePool(engine, workers, scheduler=None):
+def NodePool(engine, workers, scheduler=None, timeout=30.0):
     """The pool evaluating nodes of ``engine``: ``workers`` forked processes, or a
-    ``dask.distributed`` cluster when ``scheduler`` is given (``'local'`` or an address)."""
+    ``dask.distributed`` cluster when ``scheduler`` is given (``'local'`` or an address; the
+    connection waits at most ``timeout`` seconds)."""
     if scheduler:
-        return DaskNodePool(engine, workers, scheduler)
+        return DaskNodePool(engine, workers, scheduler, timeout)
     return ForkNodePool(engine, workers)
 
 
@@ -143,7 +144,7 @@ class DaskNodePool:
         ``'local'`` or the address of a running scheduler.
     """
 
-    def __init__(self, engine, workers, scheduler):
+    def __init__(self, engine, workers, scheduler, timeout=30.0):
         try:
             from dask.distributed import Client
         except ImportError:  # pragma: no cover - dask is an optional dependency
@@ -156,7 +157,7 @@ class DaskNodePool:
             self.client = Client(self.cluster)
         else:
             try:
-                self.client = Client(scheduler, timeout=30)
+                self.client = Client(scheduler, timeout=max(1.0, float(timeout)))
             except (OSError, ValueError, TypeError) as exc:
                 from milopt.errors import SolverUnavailableError
 

@@ -506,7 +506,8 @@ class MISVMBranchAndBound:
             if workers > 1 or scheduler:
                 from .parallel import NodePool
 
-                pool = NodePool(self, workers, scheduler)
+                # connecting to a cluster counts against the time limit (dask waits 30 s at most)
+                pool = NodePool(self, workers, scheduler, timeout=min(30.0, deadline - time.perf_counter()))
             while queue:
                 if closes(queue.min_bound()):
                     break
