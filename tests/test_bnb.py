@@ -411,3 +411,95 @@ def test_kick_search_escapes_local_optima_with_true_objectives(seed):
     assert ref - 1e-7 <= val <= start[0] + 1e-9
     w = bags.X.T @ coef
     assert misvm_bigm.objective_value(bags, w, b, 1.0) == pytest.approx(val, rel=1e-9)
+
+
+def node_optimum(eng, active):
+    """The certified optimum of a node relaxation (the SVM on the rows ``active``)."""
+    from milopt.algorithms.svm_ipm import solve_group_dual_ipm
+
+    rows = np.flatnonzero(active)
+    y = eng.y[rows]
+    if np.unique(y).size < 2:
+        return 0.0
+    g, ginv = np.unique(eng.bag_of[rows], return_inverse=True)
+    Ke = eng.K[np.ix_(rows, rows)]
+    r = solve_group_dual_ipm(Ke, y, ginv, eng.costs[g], tol=1e-12)
+    v = r["alpha"] * y
+    raw = Ke @ v
+    best = np.inf
+    for b in np.r_[y - raw, 0.0]:
+        xi = np.zeros(g.size)
+        np.maximum.at(xi, ginv, np.maximum(0.0, 1.0 - y * (raw + b)))
+        best = min(best, 0.5 * v @ raw + eng.costs[g] @ xi)
+    assert best - r["dual"] <= 1e-7 * max(1.0, best)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_newton_gains_never_exceed_the_child_optimum(seed):
+    """The look-ahead bound of every child (pair step and projected Newton step) stays below the
+    child's certified optimum; both steps gain somewhere."""
+    from milopt.algorithms.bnb.bounds import newton_step_gains, pair_step_gains
+
+    rng = np.random.default_rng(seed)
+    bags = tiny(seed + 70, n_pos=6, n_neg=4, d=4, max_size=5)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs, qp="ipm")
+    total_pair = total_newton = 0.0
+    for _ in range(4):
+        # a random node: some multi-instance positive bags resolved, the others not
+        wit = eng.wit0.copy()
+        for k, I in enumerate(eng.pos_bags):
+            if wit[k] < 0 and rng.random() < 0.5:
+                wit[k] = rng.integers(eng.ptr[I], eng.ptr[I + 1])
+        active = eng.base_active.copy()
+        active[wit[wit >= 0]] = True
+        alpha, F, _, newton = eng._node_qp(np.zeros(eng.n), active, math.inf, 1e-9)
+        D = eng.dual_objective(alpha)[0]
+        unres = eng.pos_bags[wit < 0]
+        if unres.size == 0 or newton is None:
+            continue
+        cand = np.concatenate([np.arange(eng.ptr[I], eng.ptr[I + 1]) for I in unres])
+        gp = pair_step_gains(cand, alpha, active, eng.y, F, eng.caps, eng.bag_of, eng.smo.gptr, eng.diag,
+                             eng.Krows)
+        gn = newton_step_gains(cand, alpha, np.flatnonzero(active), eng.y, F, eng.caps, eng.bag_of, eng.K, newton)
+        for i, a, b in zip(cand, gp, gn):
+            child = active.copy()
+            child[i] = True
+            opt = node_optimum(eng, child)
+            assert D + max(a, b) <= opt + 1e-7 * max(1.0, opt)
+        total_pair += gp.sum()
+        total_newton += gn.sum()
+    assert total_pair > 0
+    assert total_newton > 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_reduced_cost_fixing_keeps_the_proof(seed):
+    """With the optimum known from the start (so that candidates are ruled out early and bags
+    with one candidate left are resolved in the children), the search still proves the
+    brute-force optimum, and the fixing really happens."""
+    from milopt.algorithms.bnb import search
+
+    bags = tiny(seed + 90, n_pos=5, n_neg=4, d=3, max_size=5)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    seen = {"out": 0, "forced": 0}
+    orig = search.MISVMBranchAndBound._branch
+
+    def spy(self, *a, **k):
+        r = orig(self, *a, **k)
+        if r["action"] == "branch":
+            seen["out"] += r["out"] is not None
+            seen["forced"] += len(r["forced_bags"])
+        return r
+
+    search.MISVMBranchAndBound._branch = spy
+    try:
+        out = solve_bags(bags, costs=costs, mip_gap=1e-7, restarts=4, anneal=0)
+    finally:
+        search.MISVMBranchAndBound._branch = orig
+    assert out["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7
+    assert seen["out"] > 0

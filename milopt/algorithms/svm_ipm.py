@@ -175,7 +175,9 @@ def _ipm(K, y, groups, caps, tol=1e-9, max_iter=100):
     Returns
     -------
     dict: alpha, b (equality multiplier, intercept), iterations, dual (objective value of the
-    maximisation form), converged.
+    maximisation form), converged, newton (the solver r ↦ M⁻¹r of the last Newton matrix
+    M = Q + diag(z/α) + Aᵀ diag(λ/s) A, or None; near the optimum M⁻¹ acts on the free
+    multipliers as the inverse of the reduced Hessian).
     """
     y = np.asarray(y, dtype=float)
     g = np.asarray(groups, dtype=np.int64)
@@ -206,6 +208,7 @@ def _mehrotra(lin, y, g, caps, tol, max_iter):
     m = n + G
     it = 0
     converged = False
+    msolve = None
     for it in range(1, max_iter + 1):
         Qa = lin.qmul(alpha)
         rd = Qa - 1.0 + y * nu + lam[g] - z
@@ -259,4 +262,4 @@ def _mehrotra(lin, y, g, caps, tol, max_iter):
             raise NoSolutionError("svm-ipm: numerical failure (non-finite iterate); try the smo solver")
     dual = float(alpha.sum() - 0.5 * alpha @ lin.qmul(alpha))
     return {"alpha": alpha, "b": float(nu), "iterations": it, "dual": dual, "converged": converged,
-            "slack": s, "lam": lam}
+            "slack": s, "lam": lam, "newton": msolve}

@@ -19,16 +19,20 @@ class Node:
     depth : int
     add : int
         The row this node added to the effective set (-1 at the root).
+    out : ndarray of bool or None
+        Instances ruled out as witnesses below this node (reduced-cost fixing: their
+        look-ahead bound at an ancestor reached the incumbent); None: none.
     """
 
-    __slots__ = ("add", "alpha", "bound", "depth", "wit")
+    __slots__ = ("add", "alpha", "bound", "depth", "out", "wit")
 
-    def __init__(self, bound, wit, alpha, depth, add):
+    def __init__(self, bound, wit, alpha, depth, add, out=None):
         self.bound = bound
         self.wit = wit
         self.alpha = alpha
         self.depth = depth
         self.add = add
+        self.out = out
 
 
 class NodeQueue:

@@ -36,7 +36,7 @@ import numpy as np
 from milopt.errors import InvalidParameterError
 from milopt.segments import segment_argmax
 
-from .bounds import mi_objective_best_b, pair_step_gains, project_dual
+from .bounds import mi_objective_best_b, newton_step_gains, pair_step_gains, project_dual
 from .nodes import Node, NodeQueue
 
 #: dense kernel matrix up to this many instances (else rows from the features on demand)
@@ -76,7 +76,8 @@ class MISVMBranchAndBound:
         works on dual coefficients only and returns ``coef`` (f(x) = Σ coef_i K(z_i, x) + b).
     """
 
-    def __init__(self, X, bag_ptr, y_bag, costs, tol=1e-4, qp="auto", K=None, branching="product"):
+    def __init__(self, X, bag_ptr, y_bag, costs, tol=1e-4, qp="auto", K=None, branching="product",
+                 newton_gains=True):
         from milopt.algorithms.svm_dcd import GroupSVMDual
 
         self.kernel = K is not None
@@ -113,6 +114,7 @@ class MISVMBranchAndBound:
         if branching not in ("lookahead", "product"):
             raise InvalidParameterError(f"bnb: branching must be 'lookahead' or 'product', got {branching!r}")
         self.branching = branching
+        self.newton_gains = bool(newton_gains)
         # a bag of cost 0 (e.g. kent-yu weights without positive bags) never constrains (w, b):
         # its instances stay out of every effective set
         self.live = self.costs > 0
@@ -174,9 +176,18 @@ class MISVMBranchAndBound:
         """Multipliers on rows ``idx`` made exactly dual feasible (:func:`.bounds.project_dual`)."""
         return project_dual(a, self.y[idx], self.bag_of[idx], self.costs)
 
-    def gains(self, cand, alpha, active, F):
-        return pair_step_gains(cand, alpha, active, self.y, F, self.caps, self.bag_of, self.smo.gptr, self.diag,
-                               self.Krows)
+    def gains(self, cand, alpha, active, F, newton=None):
+        """Look-ahead gains of the candidate rows ``cand``: the best pair step, and with
+        ``newton`` (the interior-point method's last Newton solver on the effective rows) the
+        projected Newton step of :func:`.bounds.newton_step_gains`, whichever is larger."""
+        g = pair_step_gains(cand, alpha, active, self.y, F, self.caps, self.bag_of, self.smo.gptr, self.diag,
+                            self.Krows)
+        if newton is not None and self.newton_gains and self.dense:
+            with np.errstate(all="ignore"):
+                gn = newton_step_gains(cand, alpha, np.flatnonzero(active), self.y, F, self.caps, self.bag_of,
+                                       self.K, newton)
+            g = np.maximum(g, gn)
+        return g
 
     # ------------------------------------------------------------------- node QP
     def _solve_node_smo(self, alpha0, active, deadline, tol):
@@ -193,7 +204,7 @@ class MISVMBranchAndBound:
             its += info["iterations"]
             if info["converged"] or time.perf_counter() > deadline or info["iterations"] < smo.max_iter:
                 break
-        return smo.alpha.copy(), smo.F.copy(), its
+        return smo.alpha.copy(), smo.F.copy(), its, None
 
     def _solve_node_ipm(self, active):
         """Node QP on the effective set by the interior-point method (no warm start; near exact),
@@ -205,7 +216,7 @@ class MISVMBranchAndBound:
         alpha = np.zeros(self.n)
         if not ((self.y[idx] > 0).any() and (self.y[idx] < 0).any()):
             # one class only: Σ y α = 0 leaves α = 0 as the only dual feasible point (w = 0)
-            return alpha, self.y.copy(), 0
+            return alpha, self.y.copy(), 0, None
         gi, ginv = np.unique(self.bag_of[idx], return_inverse=True)
         if self.lowrank:
             r = _ipm_lowrank(self.X[idx], self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
@@ -213,18 +224,19 @@ class MISVMBranchAndBound:
             r = _ipm(self.Krows(idx, idx), self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
         alpha[idx] = self.project(r["alpha"], idx)
         F = self.y - self.Kv(self.y * alpha)
-        return alpha, F, int(r["iterations"])
+        return alpha, F, int(r["iterations"]), (None if self.lowrank else r.get("newton"))
 
     def _node_qp(self, alpha0, active, deadline, tol):
-        """(α, F, iterations) of the node QP: the interior-point method when it is the node
-        solver (falling back to the coordinate descent if it fails numerically), else the
-        warm-started coordinate descent.  α is always exactly dual feasible."""
+        """(α, F, iterations, newton) of the node QP: the interior-point method when it is the
+        node solver (falling back to the coordinate descent if it fails numerically), else the
+        warm-started coordinate descent.  α is always exactly dual feasible; ``newton`` is the
+        dense interior-point method's last Newton solver (None otherwise)."""
         if self.qp == "ipm":
             try:
                 with np.errstate(all="ignore"):
-                    alpha, F, it = self._solve_node_ipm(active)
+                    alpha, F, it, newton = self._solve_node_ipm(active)
                 if np.all(np.isfinite(alpha)) and np.all(np.isfinite(F)):
-                    return alpha, F, it
+                    return alpha, F, it, newton
             except (ZeroDivisionError, FloatingPointError, ValueError, np.linalg.LinAlgError):
                 pass
         return self._solve_node_smo(alpha0, active, deadline, tol)
@@ -270,9 +282,9 @@ class MISVMBranchAndBound:
         polish = False
         while True:
             if polish:   # the coordinate descent from the low-rank interior point's multipliers
-                alpha, F, it = self._solve_node_smo(alpha0, active, deadline, tol)
+                alpha, F, it, newton = self._solve_node_smo(alpha0, active, deadline, tol)
             else:
-                alpha, F, it = self._node_qp(alpha0, active, deadline, tol)
+                alpha, F, it, newton = self._node_qp(alpha0, active, deadline, tol)
             iters += it
             D, coef, raw = self.dual_objective(alpha)
             nb = max(node.bound, D)
@@ -293,30 +305,70 @@ class MISVMBranchAndBound:
                 tol *= 0.01
             polish = True
             alpha0 = alpha
-        # branch: look-ahead gains of every instance of every unresolved bag
+        return self._branch(node, alpha, active, F, D, nb, ph, incumbent, eps, iters, raw, norm2, coef, newton)
+
+    def _branch(self, node, alpha, active, F, D, nb, ph, incumbent, eps, iters, raw, norm2, coef, newton=None):
+        """Look-ahead gains of the node's remaining witness candidates, reduced-cost fixing, and
+        the bag to branch on (see :meth:`_evaluate`)."""
+        wit = node.wit
         unres = np.flatnonzero(wit < 0)
         ub_bags = self.pos_bags[unres]
         cand = np.concatenate([np.arange(self.ptr[I], self.ptr[I + 1]) for I in ub_bags])
         owner = np.repeat(np.arange(unres.size), self.sizes[ub_bags])
-        g = self.gains(cand, alpha, active, F)
+        if node.out is not None:
+            keep = ~node.out[cand]
+            cand, owner = cand[keep], owner[keep]
+        g = self.gains(cand, alpha, active, F, newton)
+        # reduced-cost fixing: a candidate whose child bound D + g_i reaches the incumbent (or the
+        # node's own relaxed point) is no witness of any better selection below this node
+        thr = min(incumbent, ph[0]) - eps
+        kill = D + g >= thr
+        out, out_bound = node.out, math.inf
+        if kill.any():
+            left = np.bincount(owner[~kill], minlength=unres.size)
+            if (left == 0).any():
+                # a bag without a candidate left: every selection below the node is pruned
+                bag_min = np.full(unres.size, np.inf)
+                np.minimum.at(bag_min, owner, g)
+                return {"action": "close", "bound": max(nb, float(D + bag_min.max())), "iterations": iters,
+                        "raw": raw, "norm2": norm2, "coef": coef, "phi": ph}
+            out_bound = float(D + g[kill].min())
+            out = np.zeros(self.n, dtype=bool) if out is None else out.copy()
+            out[cand[kill]] = True
+            cand, owner, g = cand[~kill], owner[~kill], g[~kill]
+        left = np.bincount(owner, minlength=unres.size)
         bag_min = np.full(unres.size, np.inf)
         np.minimum.at(bag_min, owner, g)
+        nb = max(nb, float(D + bag_min.max()))
+        # bags with one candidate left are resolved in every child
+        one = left == 1
+        forced_bags = unres[one]
+        forced_rows = np.zeros(unres.size, dtype=np.int64)
+        forced_rows[owner] = cand          # any candidate of each bag; for ``one`` bags, the one
+        forced_rows = forced_rows[one]
+        res = {"action": "branch", "bound": nb, "iterations": iters, "raw": raw, "norm2": norm2, "coef": coef,
+               "phi": ph, "alpha": alpha, "out": out, "out_bound": out_bound, "forced_bags": forced_bags,
+               "forced_rows": forced_rows}
+        multi = ~one
+        if not multi.any():
+            # every unresolved bag has one candidate left: one child, the leaf
+            res.update(bag=-1, rows=np.array([-1]), child_bounds=np.array([nb]))
+            return res
         # ties (no gain anywhere): the bag with the largest hinge loss under (w, b*)
         bmax = np.full(unres.size, -np.inf)
         np.maximum.at(bmax, owner, raw[cand])
         viol = self.costs[ub_bags] * np.maximum(0.0, 1.0 - bmax - ph[1])
         if self.branching == "product":
             # MIP-style product score: the weakest child's gain times the mean child gain
-            bag_mean = np.bincount(owner, weights=g, minlength=unres.size) / self.sizes[ub_bags]
+            bag_mean = np.bincount(owner, weights=g, minlength=unres.size) / np.maximum(left, 1)
             score = (bag_min + 1e-6) * (bag_mean + 1e-6)
-            k = int(np.lexsort((-viol, -score))[0])
         else:
-            k = int(np.lexsort((-viol, -bag_min))[0])
-        nb = max(nb, float(D + bag_min.max()))
+            score = bag_min
+        score = np.where(multi, score, -np.inf)
+        k = int(np.lexsort((-viol, -score))[0])
         sel = owner == k
-        return {"action": "branch", "bound": nb, "iterations": iters, "raw": raw, "norm2": norm2, "coef": coef,
-                "phi": ph, "bag": int(unres[k]), "rows": cand[sel], "child_bounds": np.maximum(nb, D + g[sel]),
-                "alpha": alpha}
+        res.update(bag=int(unres[k]), rows=cand[sel], child_bounds=np.maximum(nb, D + g[sel]))
+        return res
 
     # ---------------------------------------------------------------- the search
     def solve(self, time_limit=None, mip_gap=1e-4, abs_gap=1e-9, node_limit=None, incumbents=(), primal_incumbents=(),
@@ -472,13 +524,18 @@ class MISVMBranchAndBound:
                 closed[0] = min(closed[0], res["bound"])
                 stats["closed"] += 1
                 return
+            # candidates ruled out by reduced-cost fixing: their bounds reached the incumbent
+            closed[0] = min(closed[0], res["out_bound"])
+            base = node.wit.copy()
+            base[res["forced_bags"]] = res["forced_rows"]
             for r_, cb in zip(res["rows"].tolist(), res["child_bounds"].tolist()):
                 if closes(cb):
                     closed[0] = min(closed[0], cb)
                     continue
-                cw = node.wit.copy()
-                cw[res["bag"]] = r_
-                queue.push(Node(cb, cw, res["alpha"], node.depth + 1, r_))
+                cw = base.copy()
+                if res["bag"] >= 0:
+                    cw[res["bag"]] = r_
+                queue.push(Node(cb, cw, res["alpha"], node.depth + 1, r_, res["out"]))
 
         def wants_dive(j):
             """Whether the j-th node of the next round runs a dive (every ``dive_every``-th node,
