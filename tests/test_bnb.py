@@ -463,6 +463,10 @@ def test_newton_gains_never_exceed_the_child_optimum(seed):
         gp = pair_step_gains(cand, alpha, active, eng.y, F, eng.caps, eng.bag_of, eng.smo.gptr, eng.diag,
                              eng.Krows)
         gn = newton_step_gains(cand, alpha, np.flatnonzero(active), eng.y, F, eng.caps, eng.bag_of, eng.K, newton)
+        # the feature-space form of the linear kernel gives the same gains
+        gx = newton_step_gains(cand, alpha, np.flatnonzero(active), eng.y, F, eng.caps, eng.bag_of, eng.K, newton,
+                               X=bags.X)
+        assert gx == pytest.approx(gn, rel=1e-7, abs=1e-9)
         for i, a, b in zip(cand, gp, gn):
             child = active.copy()
             child[i] = True

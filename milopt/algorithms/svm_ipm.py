@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 import scipy.linalg as sla
+from scipy.linalg.lapack import dpotrf as _potrf, dpotrs as _potrs
 
 from milopt.errors import NoSolutionError
 
@@ -66,15 +67,22 @@ class _DenseNewton:
         M[np.diag_indices(n)] += delta
         reg = 0.0
         while True:   # late iterations can lose definiteness to rounding: regularise minimally
-            try:
-                cf = sla.cho_factor(M, lower=True, check_finite=False)
+            # LAPACK directly (no copies, no finiteness checks: M is built from finite iterates)
+            L, info = _potrf(M, lower=1, clean=0, overwrite_a=0)
+            if info == 0:
                 break
-            except np.linalg.LinAlgError:
-                reg = 1e-12 * (np.trace(M) / n) if reg == 0.0 else reg * 100.0
-                if reg > 1e-2 * np.trace(M) / n:
-                    raise NoSolutionError("svm-ipm: Newton matrix not positive definite; try the smo solver") from None
-                M[np.diag_indices(n)] += reg
-        return lambda r: sla.cho_solve(cf, r, check_finite=False)
+            if info < 0:
+                raise NoSolutionError("svm-ipm: invalid Newton matrix; try the smo solver")
+            reg = 1e-12 * (np.trace(M) / n) if reg == 0.0 else reg * 100.0
+            if reg > 1e-2 * np.trace(M) / n:
+                raise NoSolutionError("svm-ipm: Newton matrix not positive definite; try the smo solver") from None
+            M[np.diag_indices(n)] += reg
+
+        def solve(r):
+            x, info = _potrs(L, r, lower=1)
+            return x
+
+        return solve
 
 
 class _LowRankNewton:

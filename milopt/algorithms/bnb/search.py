@@ -185,7 +185,7 @@ class MISVMBranchAndBound:
         if newton is not None and self.newton_gains and self.dense:
             with np.errstate(all="ignore"):
                 gn = newton_step_gains(cand, alpha, np.flatnonzero(active), self.y, F, self.caps, self.bag_of,
-                                       self.K, newton)
+                                       self.K, newton, X=self.X)
             g = np.maximum(g, gn)
         return g
 
