@@ -55,16 +55,28 @@ class _DenseNewton:
 
     def __init__(self, K, y, g):
         self.Q = np.asarray(K, dtype=float) * np.outer(y, y)
-        self.same = g[:, None] == g[None, :]
         self.g = g
+        # the group term is constant on each group's block: add it to the entries of groups
+        # with more than one member only (flat indices), the diagonal separately
+        n = g.size
+        multi = np.bincount(g)[g] > 1
+        rows = np.flatnonzero(multi)
+        same = g[rows][:, None] == g[rows][None, :]
+        ri, ci = np.nonzero(same)
+        self.flat = rows[ri] * n + rows[ci]
+        self.flat_g = g[rows[ri]]
+        self.diag_flat = np.arange(n) * (n + 1)
+        self.single = ~multi
 
     def qmul(self, a):
         return self.Q @ a
 
     def factor(self, delta, w):
-        M = self.Q + self.same * w[self.g][:, None]
+        M = self.Q.copy()
         n = M.shape[0]
-        M[np.diag_indices(n)] += delta
+        flat = M.reshape(-1)
+        flat[self.flat] += w[self.flat_g]
+        flat[self.diag_flat] += delta + np.where(self.single, w[self.g], 0.0)
         reg = 0.0
         while True:   # late iterations can lose definiteness to rounding: regularise minimally
             # LAPACK directly (no copies, no finiteness checks: M is built from finite iterates)
@@ -168,7 +180,7 @@ class _LowRankNewton:
         return solve
 
 
-def _ipm(K, y, groups, caps, tol=1e-9, max_iter=100):
+def _ipm(K, y, groups, caps, tol=1e-9, max_iter=100, rd_tol=1e-7, stop=None):
     """Solve the grouped-slack SVM dual by an interior-point method.
 
     Parameters
@@ -179,6 +191,11 @@ def _ipm(K, y, groups, caps, tol=1e-9, max_iter=100):
     caps : ndarray (G,) group costs
     tol : float
         Relative tolerance on complementarity and residuals.
+    rd_tol : float
+        Relative tolerance on the dual residual Qα − 1 + yν + Aᵀλ − z.
+    stop : callable(alpha, Qalpha) -> bool, optional
+        Checked at every iteration from the fourth on: True ends the method early
+        (``converged`` False), e.g. once a dual-feasible projection of α is good enough.
 
     Returns
     -------
@@ -189,7 +206,7 @@ def _ipm(K, y, groups, caps, tol=1e-9, max_iter=100):
     """
     y = np.asarray(y, dtype=float)
     g = np.asarray(groups, dtype=np.int64)
-    return _mehrotra(_DenseNewton(K, y, g), y, g, caps, tol, max_iter)
+    return _mehrotra(_DenseNewton(K, y, g), y, g, caps, tol, max_iter, rd_tol, stop)
 
 
 def _ipm_lowrank(V, y, groups, caps, tol=1e-9, max_iter=100):
@@ -200,7 +217,7 @@ def _ipm_lowrank(V, y, groups, caps, tol=1e-9, max_iter=100):
     return _mehrotra(_LowRankNewton(V, y, g, c.size), y, g, c, tol, max_iter)
 
 
-def _mehrotra(lin, y, g, caps, tol, max_iter):
+def _mehrotra(lin, y, g, caps, tol, max_iter, rd_tol=1e-7, stop=None):
     """Mehrotra's predictor-corrector on the grouped-slack SVM dual; ``lin`` gives Q α and the
     solver of the eliminated Newton system (dense or low-rank)."""
     c = np.asarray(caps, dtype=float)
@@ -223,9 +240,11 @@ def _mehrotra(lin, y, g, caps, tol, max_iter):
         re = float(y @ alpha)
         rc = Aop(alpha) + s - c
         mu = (alpha @ z + s @ lam) / m
-        if (mu < tol * scale and np.abs(rd).max() < 1e-7 * (1 + np.abs(Qa).max())
+        if (mu < tol * scale and np.abs(rd).max() < rd_tol * (1 + np.abs(Qa).max())
                 and abs(re) < 1e-9 * scale * n and np.abs(rc).max() < 1e-9 * scale):
             converged = True
+            break
+        if stop is not None and it > 3 and stop(alpha, Qa):
             break
         dz_a = z / alpha
         w = lam / s
