@@ -439,13 +439,13 @@ def node_optimum(eng, active):
 def test_newton_gains_never_exceed_the_child_optimum(seed):
     """The look-ahead bound of every child (pair step and projected Newton step) stays below the
     child's certified optimum; both steps gain somewhere."""
-    from milopt.algorithms.bnb.bounds import newton_step_gains, pair_step_gains
+    from milopt.algorithms.bnb.bounds import free_set_newton, newton_step_dual, pair_step_gains
 
     rng = np.random.default_rng(seed)
     bags = tiny(seed + 70, n_pos=6, n_neg=4, d=4, max_size=5)
     costs = misvm_bigm.bag_costs(bags, 1.0)
     eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs, qp="ipm")
-    total_pair = total_newton = 0.0
+    total_pair = total_newton = total_free = 0.0
     for _ in range(4):
         # a random node: some multi-instance positive bags resolved, the others not
         wit = eng.wit0.copy()
@@ -462,20 +462,26 @@ def test_newton_gains_never_exceed_the_child_optimum(seed):
         cand = np.concatenate([np.arange(eng.ptr[I], eng.ptr[I + 1]) for I in unres])
         gp = pair_step_gains(cand, alpha, active, eng.y, F, eng.caps, eng.bag_of, eng.smo.gptr, eng.diag,
                              eng.Krows)
-        gn = newton_step_gains(cand, alpha, np.flatnonzero(active), eng.y, F, eng.caps, eng.bag_of, eng.K, newton)
-        # the feature-space form of the linear kernel gives the same gains
-        gx = newton_step_gains(cand, alpha, np.flatnonzero(active), eng.y, F, eng.caps, eng.bag_of, eng.K, newton,
-                               X=bags.X)
+        idx = np.flatnonzero(active)
+        gn = newton_step_dual(cand, alpha, idx, eng.y, F, eng.caps, eng.bag_of, eng.Krows, eng.diag, newton) - D
+        # the feature-space form of the linear kernel gives the same values
+        gx = newton_step_dual(cand, alpha, idx, eng.y, F, eng.caps, eng.bag_of, eng.Krows, eng.diag, newton,
+                              X=bags.X) - D
         assert gx == pytest.approx(gn, rel=1e-7, abs=1e-9)
-        for i, a, b in zip(cand, gp, gn):
+        # the Newton matrix built on the free multipliers (coordinate-descent node QPs)
+        f, fsolve = free_set_newton(alpha, idx, eng.y, eng.bag_of, eng.caps, eng.Krows, X=bags.X)
+        gf = (newton_step_dual(cand, alpha, f, eng.y, F, eng.caps, eng.bag_of, eng.Krows, eng.diag, fsolve, X=bags.X)
+              - D if fsolve is not None else np.zeros(cand.size))
+        for i, a, b, c in zip(cand, gp, gn, gf):
             child = active.copy()
             child[i] = True
             opt = node_optimum(eng, child)
-            assert D + max(a, b) <= opt + 1e-7 * max(1.0, opt)
+            assert D + max(a, b, c) <= opt + 1e-7 * max(1.0, opt)
         total_pair += gp.sum()
-        total_newton += gn.sum()
+        total_newton += np.maximum(gn, 0).sum()
+        total_free += np.maximum(gf, 0).sum()
     assert total_pair > 0
-    assert total_newton > 0
+    assert total_newton > 0 and total_free > 0
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -4,7 +4,8 @@ r"""Bounds and objective evaluations of the MI-SVM branch and bound.
   intercept (an upper bound: every (w, b) is feasible);
 * :func:`project_dual`: multipliers made exactly dual feasible, so that their dual objective
   is a lower bound by weak duality (Kent & Yu eq. 3);
-* :func:`pair_step_gains`: the one-step dual look-ahead of every candidate witness.
+* :func:`pair_step_gains`: the one-step dual look-ahead of every candidate witness;
+* :func:`newton_step_dual`, :func:`free_set_newton`: the projected Newton-step look-ahead.
 
 The proofs are in docs/exact_misvm.md.
 """
@@ -103,20 +104,23 @@ def pair_step_gains(cand, alpha, active, y, F, caps, groups, gptr, diag, krows):
     return np.maximum(gain.max(axis=1), 0.0)
 
 
-#: step lengths tried by :func:`newton_step_gains`, as multiples of the unconstrained Newton step
+#: step lengths tried by :func:`newton_step_dual`, as multiples of the unconstrained Newton step
 #: (on MUSK1 nodes the best multiple is 0.25-0.75 for four candidates in five: clipping at zero
 #: shortens the useful step)
 NEWTON_STEPS = (0.25, 0.5, 0.75)
 
 
-def newton_step_gains(cand, alpha, idx, y, F, caps, groups, K, msolve, X=None):
-    r"""Gain of a projected Newton step that brings each candidate row into the effective set.
+def newton_step_dual(cand, alpha, idx, y, F, caps, groups, krows, diag, msolve, X=None):
+    r"""Dual objective reached by a projected Newton step that brings each candidate row into the
+    effective set (an array, one value per candidate; −inf where no step was taken).
 
-    ``alpha`` is dual feasible on the effective rows ``idx`` (sorted, zero elsewhere) and
-    ``msolve`` applies :math:`M^{-1}` for the interior-point method's last Newton matrix on
-    ``idx`` (:math:`M = Q + \mathrm{diag}(z/\alpha) + A^\top W A`: near the optimum it blocks the
+    ``alpha`` is dual feasible and ``idx`` (sorted) are the rows that may move; the multipliers
+    outside ``idx`` are taken as zero (which keeps the point dual feasible).  ``msolve`` applies
+    :math:`M^{-1}` on ``idx``: the interior-point method's last Newton matrix
+    (:math:`M = Q + \mathrm{diag}(z/\alpha) + A^\top W A`: near the optimum it blocks the
     multipliers at zero and the sums of saturated groups, and acts as the reduced Hessian on the
-    free multipliers).  For a candidate c (α_c = 0, its group otherwise empty) the direction
+    free multipliers), or the same matrix built on the free multipliers of a coordinate-descent
+    solution (:func:`free_set_newton`).  For a candidate c (α_c = 0, its group otherwise empty) the direction
     raises α_c at unit rate and moves the effective multipliers by the curvature-minimising
     reply that keeps :math:`\sum y\alpha = 0` to second order,
 
@@ -129,8 +133,8 @@ def newton_step_gains(cand, alpha, idx, y, F, caps, groups, K, msolve, X=None):
     Every trial point :math:`\alpha + t d` (t a multiple of t* in :data:`NEWTON_STEPS`, at most
     C of the candidate's bag) is made exactly dual feasible by the steps of :func:`project_dual`
     (clip at 0, scale groups to their caps, scale the larger side of Σ yα = 0), and its dual
-    objective is evaluated exactly; the gain is the best increase over the trial points (0 if
-    none).  With the linear features ``X`` the quadratic terms are formed in the feature space
+    objective is evaluated exactly; the value is the best over the trial points.  ``krows(rows,
+    cols)`` gives kernel blocks and ``diag`` the kernel's diagonal.  With the linear features ``X`` the quadratic terms are formed in the feature space
     (d × m products instead of n × m).
 
     The direction is only a guess; the bound is weak duality at the projected point, so it is
@@ -139,17 +143,18 @@ def newton_step_gains(cand, alpha, idx, y, F, caps, groups, K, msolve, X=None):
     """
     cand = np.asarray(cand, dtype=np.int64)
     m = cand.size
+    none = np.full(m, -np.inf)
     if m == 0 or idx.size == 0:
-        return np.zeros(m)
+        return none
     yE, yc = y[idx], y[cand]
     aE = alpha[idx]
-    KEc = K[np.ix_(idx, cand)]
+    KEc = krows(idx, cand)
     QEc = KEc * yE[:, None] * yc[None, :]
     R = msolve(QEc)
     v = msolve(yE)
     yv = float(yE @ v)
     if not (np.isfinite(yv) and abs(yv) > 0 and np.all(np.isfinite(R))):
-        return np.zeros(m)
+        return none
     mu = (yc - yE @ R) / yv
     dE = -R - v[:, None] * mu[None, :]
     if X is not None:
@@ -160,8 +165,8 @@ def newton_step_gains(cand, alpha, idx, y, F, caps, groups, K, msolve, X=None):
             Z = XE.T @ (yE[:, None] * Y) + (xc * (ac * yc)[:, None]).T
             return np.einsum("dm,dm->m", Z, Z)
     else:
-        KEE = K[np.ix_(idx, idx)]
-        kcc = K[cand, cand]
+        KEE = krows(idx, idx)
+        kcc = diag[cand]
 
         def quad(Y, ac):
             YY = yE[:, None] * Y
@@ -176,8 +181,7 @@ def newton_step_gains(cand, alpha, idx, y, F, caps, groups, K, msolve, X=None):
     counts = np.diff(np.r_[starts, gE.size])
     capE = caps[gE[starts]]
     pos = yE > 0
-    D0 = float(aE.sum() - 0.5 * quad(aE[:, None], np.zeros(1))[0])
-    best = np.zeros(m)
+    best = none
     for c in NEWTON_STEPS:
         T = np.minimum(c * tstar, cap_c)
         A = np.maximum(aE[:, None] + dE * T[None, :], 0.0)
@@ -192,5 +196,43 @@ def newton_step_gains(cand, alpha, idx, y, F, caps, groups, K, msolve, X=None):
         A = np.where(pos[:, None], A * fp[None, :], A * fn[None, :])
         ac = T * np.where(yc > 0, fp, fn)
         D = A.sum(axis=0) + ac - 0.5 * quad(A, ac)
-        best = np.maximum(best, D - D0)
-    return np.where(np.isfinite(best), best, 0.0)
+        best = np.maximum(best, np.where(np.isfinite(D), D, -np.inf))
+    return best
+
+
+def free_set_newton(alpha, idx, y, groups, caps, krows, X=None, zero=1e-9, ridge=1e-8, block=1e4):
+    r"""``(rows, msolve)`` for :func:`newton_step_dual` from a dual-feasible point without an
+    interior-point factorisation (the coordinate-descent node QPs).
+
+    ``rows``: the free multipliers of ``idx`` (α > ``zero``·C of their group).  On them
+    :math:`M = Q_{ff} + \rho I + \sum_{g \text{ saturated}} W\,\mathbf 1_g\mathbf 1_g^\top`:
+    the reduced Hessian (ρ: a small ridge, since Q has rank at most the number of features),
+    with the sums of bags at their cap blocked by a large W, as the interior-point method's own
+    Newton matrix does near the optimum.  One Cholesky factorisation of the free set's size.
+    """
+    import scipy.linalg as sla
+
+    a = alpha[idx]
+    cap = caps[groups[idx]]
+    f = idx[a > zero * cap]
+    if f.size == 0:
+        return f, None
+    yf = y[f]
+    if X is not None:
+        Xf = X[f] * yf[:, None]
+        M = Xf @ Xf.T
+    else:
+        M = krows(f, f) * np.outer(yf, yf)
+    n = f.size
+    scale = max(float(np.mean(np.diag(M))), 1e-12)
+    gf = groups[f]
+    gsum = np.bincount(groups[idx], weights=a, minlength=caps.size)
+    sat = gsum >= caps * (1.0 - 1e-9)
+    same = (gf[:, None] == gf[None, :]) & sat[gf][:, None]
+    M += block * scale * same
+    M[np.diag_indices(n)] += ridge * scale
+    try:
+        cf = sla.cho_factor(M, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return f, None
+    return f, lambda r: sla.cho_solve(cf, r, check_finite=False)

@@ -14,6 +14,8 @@ PARAMS = ParamSet(
               "node QP solver: interior point (small effective sets), warm-started coordinate descent, or auto"),
     branching=Choice("product", ("lookahead", "product"),
                      "bag to branch on: largest weakest-child look-ahead gain, or its product with the mean gain"),
+    newton=Bool(True, "projected Newton-step look-ahead from the interior-point node QP's last Newton matrix "
+                      "(besides the pair step; dense interior-point node QPs)"),
     anneal=Int(12, "deterministic-annealing runs (smoothed MI-SVM, L-BFGS; linear kernel) before the search",
                ge=0),
     start_share=Float(0.15, "largest share of the time limit spent on starting heuristics", ge=0, le=1),

@@ -36,7 +36,7 @@ import numpy as np
 from milopt.errors import InvalidParameterError
 from milopt.segments import segment_argmax
 
-from .bounds import mi_objective_best_b, newton_step_gains, pair_step_gains, project_dual
+from .bounds import free_set_newton, mi_objective_best_b, newton_step_dual, pair_step_gains, project_dual
 from .nodes import Node, NodeQueue
 
 #: dense kernel matrix up to this many instances (else rows from the features on demand)
@@ -181,18 +181,25 @@ class MISVMBranchAndBound:
         """Multipliers on rows ``idx`` made exactly dual feasible (:func:`.bounds.project_dual`)."""
         return project_dual(a, self.y[idx], self.bag_of[idx], self.costs)
 
-    def gains(self, cand, alpha, active, F, newton=None):
-        """Look-ahead gains of the candidate rows ``cand``: the best pair step, and with
-        ``newton`` (the interior-point method's last Newton solver on the effective rows) the
-        projected Newton step of :func:`.bounds.newton_step_gains`, whichever is larger."""
+    def gains(self, cand, alpha, active, F, D, newton=None):
+        """Look-ahead gains of the candidate rows ``cand`` over the node's bound D = D(α): the
+        best pair step, and (option ``newton``) the projected Newton step of
+        :func:`.bounds.newton_step_dual`, whichever is larger.  The Newton matrix is the dense
+        interior-point method's last one (``newton``), else it is built on the free multipliers
+        (:func:`.bounds.free_set_newton`)."""
         g = pair_step_gains(cand, alpha, active, self.y, F, self.caps, self.bag_of, self.smo.gptr, self.diag,
                             self.Krows)
-        if newton is not None and self.newton_gains and self.dense:
-            with np.errstate(all="ignore"):
-                gn = newton_step_gains(cand, alpha, np.flatnonzero(active), self.y, F, self.caps, self.bag_of,
-                                       self.K, newton, X=self.X)
-            g = np.maximum(g, gn)
-        return g
+        if not self.newton_gains or cand.size == 0:
+            return g
+        idx = np.flatnonzero(active)
+        with np.errstate(all="ignore"):
+            if newton is None:
+                idx, newton = free_set_newton(alpha, idx, self.y, self.bag_of, self.caps, self.Krows, X=self.X)
+            if newton is None:
+                return g
+            Dn = newton_step_dual(cand, alpha, idx, self.y, F, self.caps, self.bag_of, self.Krows, self.diag, newton,
+                                  X=self.X)
+        return np.maximum(g, Dn - D)
 
     # ------------------------------------------------------------------- node QP
     def _solve_node_smo(self, alpha0, active, deadline, tol):
@@ -348,7 +355,7 @@ class MISVMBranchAndBound:
         if node.out is not None:
             keep = ~node.out[cand]
             cand, owner = cand[keep], owner[keep]
-        g = self.gains(cand, alpha, active, F, newton)
+        g = self.gains(cand, alpha, active, F, D, newton)
         # reduced-cost fixing: a candidate whose child bound D + g_i reaches the incumbent (or the
         # node's own relaxed point) is no witness of any better selection below this node
         thr = min(incumbent, ph[0]) - eps
