@@ -51,7 +51,8 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
     t0 = time.perf_counter()
     with threadpool_limits(1):
         eng = MISVMBranchAndBound(None if kernel is not None else bags.X, bags.bag_ptr, bags.y, costs, tol=o["tol"],
-                                  qp=o["qp"], K=kernel, branching=o["branching"], newton_gains=o["newton"])
+                                  qp=o["qp"], K=kernel, branching=o["branching"], newton_gains=o["newton"],
+                                  pair_bags=o["pair_bags"])
         K = eng.K
         X = None if kernel is not None else bags.X
         limit = math.inf if time_limit is None else float(time_limit)

@@ -138,75 +138,154 @@ def newton_step_dual(cand, alpha, idx, y, F, caps, groups, krows, diag, msolve, 
     (d × m products instead of n × m).
 
     The direction is only a guess; the bound is weak duality at the projected point, so it is
-    valid whatever ``msolve`` is.  It captures much more of the child's gain than a single
+    valid whatever ``msolve`` is (:class:`NewtonLookahead` also takes steps along two
+    candidates' directions at once).  It captures much more of the child's gain than a single
     pair step (:func:`pair_step_gains`), because the reply of all free multipliers is used.
     """
-    cand = np.asarray(cand, dtype=np.int64)
-    m = cand.size
-    none = np.full(m, -np.inf)
-    if m == 0 or idx.size == 0:
-        return none
-    yE, yc = y[idx], y[cand]
-    aE = alpha[idx]
-    KEc = krows(idx, cand)
-    QEc = KEc * yE[:, None] * yc[None, :]
-    R = msolve(QEc)
-    v = msolve(yE)
-    yv = float(yE @ v)
-    if not (np.isfinite(yv) and abs(yv) > 0 and np.all(np.isfinite(R))):
-        return none
-    mu = (yc - yE @ R) / yv
-    dE = -R - v[:, None] * mu[None, :]
-    if X is not None:
-        XE, xc = X[idx], X[cand]
+    look = NewtonLookahead(cand, alpha, idx, y, F, caps, groups, krows, diag, msolve, X)
+    return look.single()
 
-        def quad(Y, ac):
-            """(y∘a)ᵀK(y∘a) per column, a = (Y on E, ac on the candidate)."""
-            Z = XE.T @ (yE[:, None] * Y) + (xc * (ac * yc)[:, None]).T
-            return np.einsum("dm,dm->m", Z, Z)
-    else:
-        KEE = krows(idx, idx)
-        kcc = diag[cand]
 
-        def quad(Y, ac):
-            YY = yE[:, None] * Y
-            return (np.einsum("em,em->m", YY, KEE @ YY) + 2.0 * ac * yc * np.einsum("em,em->m", KEc, YY)
-                    + ac * ac * kcc)
-    kappa = quad(dE, np.ones(m))
-    lin = yc * F[cand] + (yE * F[idx]) @ dE
-    tstar = np.where((lin > 0) & (kappa > 1e-12), lin / np.maximum(kappa, 1e-12), 0.0)
-    cap_c = caps[groups[cand]]
-    gE = groups[idx]
-    starts = np.flatnonzero(np.r_[True, gE[1:] != gE[:-1]])      # idx sorted: groups contiguous
-    counts = np.diff(np.r_[starts, gE.size])
-    capE = caps[gE[starts]]
-    pos = yE > 0
-    best = none
-    for c in NEWTON_STEPS:
-        T = np.minimum(c * tstar, cap_c)
-        A = np.maximum(aE[:, None] + dE * T[None, :], 0.0)
-        # group caps (the candidate's group holds only the candidate: T ≤ its cap)
-        gs = np.add.reduceat(A, starts, axis=0)
-        scale = np.where(gs > capE[:, None], capE[:, None] / np.maximum(gs, 1e-300), 1.0)
-        A *= np.repeat(scale, counts, axis=0)
-        sp = A[pos].sum(axis=0) + np.where(yc > 0, T, 0.0)
-        sn = A[~pos].sum(axis=0) + np.where(yc < 0, T, 0.0)
+class NewtonLookahead:
+    """The Newton directions of a node's candidate witnesses (see :func:`newton_step_dual`) and
+    the exact dual objective of projected steps along one or two of them."""
+
+    def __init__(self, cand, alpha, idx, y, F, caps, groups, krows, diag, msolve, X=None):
+        cand = np.asarray(cand, dtype=np.int64)
+        self.cand, self.m = cand, cand.size
+        self.ok = False
+        if self.m == 0 or idx.size == 0:
+            return
+        yE, yc = y[idx], y[cand]
+        aE = alpha[idx]
+        KEc = krows(idx, cand)
+        QEc = KEc * yE[:, None] * yc[None, :]
+        R = msolve(QEc)
+        v = msolve(yE)
+        yv = float(yE @ v)
+        if not (np.isfinite(yv) and abs(yv) > 0 and np.all(np.isfinite(R))):
+            return
+        mu = (yc - yE @ R) / yv
+        dE = -R - v[:, None] * mu[None, :]
+        self.yE, self.yc, self.aE, self.dE, self.KEc = yE, yc, aE, dE, KEc
+        if X is not None:
+            self.XE, self.xc = X[idx], X[cand]
+            self.KEE = None
+            # features of every direction (E part and the candidate's unit step): κ and cross terms
+            Zd = self.XE.T @ (yE[:, None] * dE) + (self.xc * yc[:, None]).T
+            self.kappa = np.einsum("dm,dm->m", Zd, Zd)
+            self.Zd = Zd
+        else:
+            self.KEE = krows(idx, idx)
+            self.Kcc = krows(cand, cand)
+            self.kappa = self._quad_kernel(dE, np.arange(self.m), np.ones(self.m))
+            self.Zd = None
+        self.lin = yc * F[cand] + (yE * F[idx]) @ dE
+        self.tstar = np.where((self.lin > 0) & (self.kappa > 1e-12), self.lin / np.maximum(self.kappa, 1e-12), 0.0)
+        self.cap_c = caps[groups[cand]]
+        gE = groups[idx]
+        self.starts = np.flatnonzero(np.r_[True, gE[1:] != gE[:-1]])      # idx sorted: groups contiguous
+        self.counts = np.diff(np.r_[self.starts, gE.size])
+        self.capE = caps[gE[self.starts]]
+        self.pos = yE > 0
+        self.ok = True
+
+    def _quad_kernel(self, A, I, TI, J=None, TJ=None):
+        """(y∘a)ᵀK(y∘a) per column with the Gram matrix (a: A on E, TI on candidates I, TJ on J)."""
+        YY = self.yE[:, None] * A
+        yc = self.yc
+        q = (np.einsum("em,em->m", YY, self.KEE @ YY) + 2.0 * TI * yc[I] * np.einsum("em,em->m", self.KEc[:, I], YY)
+             + TI * TI * self.Kcc[I, I])
+        if J is not None:
+            q += (2.0 * TJ * yc[J] * np.einsum("em,em->m", self.KEc[:, J], YY) + TJ * TJ * self.Kcc[J, J]
+                  + 2.0 * TI * TJ * yc[I] * yc[J] * self.Kcc[I, J])
+        return q
+
+    def _dual(self, I, TI, J=None, TJ=None):
+        """Exact D at the projected points α + TI d_I (+ TJ d_J), one per column."""
+        TI = np.minimum(TI, self.cap_c[I])
+        A = self.aE[:, None] + self.dE[:, I] * TI[None, :]
+        if J is not None:
+            TJ = np.minimum(TJ, self.cap_c[J])
+            A += self.dE[:, J] * TJ[None, :]
+        A = np.maximum(A, 0.0)
+        # group caps (a candidate's group holds only that candidate: T ≤ its cap)
+        gs = np.add.reduceat(A, self.starts, axis=0)
+        scale = np.where(gs > self.capE[:, None], self.capE[:, None] / np.maximum(gs, 1e-300), 1.0)
+        A *= np.repeat(scale, self.counts, axis=0)
+        yc, pos = self.yc, self.pos
+        sp = A[pos].sum(axis=0) + np.where(yc[I] > 0, TI, 0.0)
+        sn = A[~pos].sum(axis=0) + np.where(yc[I] < 0, TI, 0.0)
+        if J is not None:
+            sp += np.where(yc[J] > 0, TJ, 0.0)
+            sn += np.where(yc[J] < 0, TJ, 0.0)
         fp = np.where(sp > sn, sn / np.maximum(sp, 1e-300), 1.0)
         fn = np.where(sn > sp, sp / np.maximum(sn, 1e-300), 1.0)
         A = np.where(pos[:, None], A * fp[None, :], A * fn[None, :])
-        ac = T * np.where(yc > 0, fp, fn)
-        D = A.sum(axis=0) + ac - 0.5 * quad(A, ac)
-        best = np.maximum(best, np.where(np.isfinite(D), D, -np.inf))
-    return best
+        TI = TI * np.where(yc[I] > 0, fp, fn)
+        total = A.sum(axis=0) + TI
+        if J is not None:
+            TJ = TJ * np.where(yc[J] > 0, fp, fn)
+            total += TJ
+        if self.KEE is None:
+            Z = self.XE.T @ (self.yE[:, None] * A) + (self.xc[I] * (TI * yc[I])[:, None]).T
+            if J is not None:
+                Z += (self.xc[J] * (TJ * yc[J])[:, None]).T
+            q = np.einsum("dm,dm->m", Z, Z)
+        else:
+            q = self._quad_kernel(A, I, TI, J, TJ)
+        D = total - 0.5 * q
+        return np.where(np.isfinite(D), D, -np.inf)
+
+    def single(self):
+        """Best exact D over the step lengths :data:`NEWTON_STEPS` along each candidate's direction."""
+        best = np.full(self.m, -np.inf)
+        if not self.ok:
+            return best
+        I = np.arange(self.m)
+        for c in NEWTON_STEPS:
+            best = np.maximum(best, self._dual(I, c * self.tstar))
+        return best
+
+    def pairs(self, I, J):
+        """Best exact D of joint steps along the directions of candidates I[p] and J[p] (two
+        different bags): the step lengths maximise the quadratic model of D in (t_I, t_J)
+        (one direction alone where the joint maximiser is not positive), scaled by
+        :data:`NEWTON_STEPS`."""
+        I = np.asarray(I, dtype=np.int64)
+        J = np.asarray(J, dtype=np.int64)
+        best = np.full(I.size, -np.inf)
+        if not self.ok or I.size == 0:
+            return best
+        if self.Zd is not None:
+            kij = np.einsum("dp,dp->p", self.Zd[:, I], self.Zd[:, J])
+        else:
+            QEE_dJ = self.yE[:, None] * (self.KEE @ (self.yE[:, None] * self.dE[:, J]))
+            QEc = self.KEc * self.yE[:, None] * self.yc[None, :]
+            kij = (np.einsum("ep,ep->p", self.dE[:, I], QEE_dJ) + np.einsum("ep,ep->p", self.dE[:, I], QEc[:, J])
+                   + np.einsum("ep,ep->p", QEc[:, I], self.dE[:, J])
+                   + self.yc[I] * self.yc[J] * self.Kcc[I, J])
+        ki, kj, li, lj = self.kappa[I], self.kappa[J], self.lin[I], self.lin[J]
+        det = ki * kj - kij * kij
+        with np.errstate(all="ignore"):
+            ti = (kj * li - kij * lj) / det
+            tj = (ki * lj - kij * li) / det
+        joint = (det > 1e-12 * np.maximum(ki * kj, 1e-300)) & (ti > 0) & (tj > 0)
+        ti = np.where(joint, ti, self.tstar[I])
+        tj = np.where(joint, tj, 0.0)
+        for c in NEWTON_STEPS:
+            best = np.maximum(best, self._dual(I, c * ti, J, c * tj))
+        return best
 
 
-def free_set_newton(alpha, idx, y, groups, caps, krows, X=None, zero=1e-9, ridge=1e-8, block=1e4):
+def free_set_newton(alpha, idx, y, groups, caps, krows, X=None, zero=1e-9, ridge=1e-2, block=1e4):
     r"""``(rows, msolve)`` for :func:`newton_step_dual` from a dual-feasible point without an
     interior-point factorisation (the coordinate-descent node QPs).
 
     ``rows``: the free multipliers of ``idx`` (α > ``zero``·C of their group).  On them
     :math:`M = Q_{ff} + \rho I + \sum_{g \text{ saturated}} W\,\mathbf 1_g\mathbf 1_g^\top`:
-    the reduced Hessian (ρ: a small ridge, since Q has rank at most the number of features),
+    the reduced Hessian (ρ = ``ridge`` times its mean diagonal: Q has rank at most the number of
+    features, and a ridge of 1e-2 gave the largest steps on small random nodes, 1e-8 almost none),
     with the sums of bags at their cap blocked by a large W, as the interior-point method's own
     Newton matrix does near the optimum.  One Cholesky factorisation of the free set's size.
     """

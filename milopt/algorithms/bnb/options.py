@@ -16,6 +16,8 @@ PARAMS = ParamSet(
                      "bag to branch on: largest weakest-child look-ahead gain, or its product with the mean gain"),
     newton=Bool(True, "projected Newton-step look-ahead from the interior-point node QP's last Newton matrix "
                       "(besides the pair step; dense interior-point node QPs)"),
+    pair_bags=Int(3, "two-level look-ahead: children's bounds from joint Newton steps with the candidates of this "
+                     "many other unresolved bags (those of largest single gain; 0: off)", ge=0),
     anneal=Int(12, "deterministic-annealing runs (smoothed MI-SVM, L-BFGS; linear kernel) before the search",
                ge=0),
     start_share=Float(0.15, "largest share of the time limit spent on starting heuristics", ge=0, le=1),

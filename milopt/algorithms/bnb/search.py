@@ -36,7 +36,7 @@ import numpy as np
 from milopt.errors import InvalidParameterError
 from milopt.segments import segment_argmax
 
-from .bounds import free_set_newton, mi_objective_best_b, newton_step_dual, pair_step_gains, project_dual
+from .bounds import NewtonLookahead, free_set_newton, mi_objective_best_b, pair_step_gains, project_dual
 from .nodes import Node, NodeQueue
 
 #: dense kernel matrix up to this many instances (else rows from the features on demand)
@@ -82,7 +82,7 @@ class MISVMBranchAndBound:
     """
 
     def __init__(self, X, bag_ptr, y_bag, costs, tol=1e-4, qp="auto", K=None, branching="product",
-                 newton_gains=True):
+                 newton_gains=True, pair_bags=3):
         from milopt.algorithms.svm_dcd import GroupSVMDual
 
         self.kernel = K is not None
@@ -120,6 +120,7 @@ class MISVMBranchAndBound:
             raise InvalidParameterError(f"bnb: branching must be 'lookahead' or 'product', got {branching!r}")
         self.branching = branching
         self.newton_gains = bool(newton_gains)
+        self.pair_bags = int(pair_bags)
         # a bag of cost 0 (e.g. kent-yu weights without positive bags) never constrains (w, b):
         # its instances stay out of every effective set
         self.live = self.costs > 0
@@ -182,24 +183,25 @@ class MISVMBranchAndBound:
         return project_dual(a, self.y[idx], self.bag_of[idx], self.costs)
 
     def gains(self, cand, alpha, active, F, D, newton=None):
-        """Look-ahead gains of the candidate rows ``cand`` over the node's bound D = D(α): the
-        best pair step, and (option ``newton``) the projected Newton step of
-        :func:`.bounds.newton_step_dual`, whichever is larger.  The Newton matrix is the dense
-        interior-point method's last one (``newton``), else it is built on the free multipliers
-        (:func:`.bounds.free_set_newton`)."""
+        """``(g, look)``: look-ahead gains of the candidate rows ``cand`` over the node's bound
+        D = D(α), the best pair step or (option ``newton``) the projected Newton step of
+        :class:`.bounds.NewtonLookahead`, whichever is larger; ``look`` is that object (None
+        without Newton steps).  The Newton matrix is the dense interior-point method's last one
+        (``newton``), else it is built on the free multipliers (:func:`.bounds.free_set_newton`)."""
         g = pair_step_gains(cand, alpha, active, self.y, F, self.caps, self.bag_of, self.smo.gptr, self.diag,
                             self.Krows)
         if not self.newton_gains or cand.size == 0:
-            return g
+            return g, None
         idx = np.flatnonzero(active)
         with np.errstate(all="ignore"):
             if newton is None:
                 idx, newton = free_set_newton(alpha, idx, self.y, self.bag_of, self.caps, self.Krows, X=self.X)
             if newton is None:
-                return g
-            Dn = newton_step_dual(cand, alpha, idx, self.y, F, self.caps, self.bag_of, self.Krows, self.diag, newton,
-                                  X=self.X)
-        return np.maximum(g, Dn - D)
+                return g, None
+            look = NewtonLookahead(cand, alpha, idx, self.y, F, self.caps, self.bag_of, self.Krows, self.diag, newton,
+                                   X=self.X)
+            Dn = look.single()
+        return np.maximum(g, Dn - D), (look if look.ok else None)
 
     # ------------------------------------------------------------------- node QP
     def _solve_node_smo(self, alpha0, active, deadline, tol):
@@ -355,7 +357,8 @@ class MISVMBranchAndBound:
         if node.out is not None:
             keep = ~node.out[cand]
             cand, owner = cand[keep], owner[keep]
-        g = self.gains(cand, alpha, active, F, D, newton)
+        g, look = self.gains(cand, alpha, active, F, D, newton)
+        at = np.arange(cand.size)          # positions of the candidates in ``look``
         # reduced-cost fixing: a candidate whose child bound D + g_i reaches the incumbent (or the
         # node's own relaxed point) is no witness of any better selection below this node
         thr = min(incumbent, ph[0]) - eps
@@ -372,7 +375,7 @@ class MISVMBranchAndBound:
             out_bound = float(D + g[kill].min())
             out = np.zeros(self.n, dtype=bool) if out is None else out.copy()
             out[cand[kill]] = True
-            cand, owner, g = cand[~kill], owner[~kill], g[~kill]
+            cand, owner, g, at = cand[~kill], owner[~kill], g[~kill], at[~kill]
         left = np.bincount(owner, minlength=unres.size)
         bag_min = np.full(unres.size, np.inf)
         np.minimum.at(bag_min, owner, g)
@@ -404,8 +407,41 @@ class MISVMBranchAndBound:
         score = np.where(multi, score, -np.inf)
         k = int(np.lexsort((-viol, -score))[0])
         sel = owner == k
-        res.update(bag=int(unres[k]), rows=cand[sel], child_bounds=np.maximum(nb, D + g[sel]))
+        gk = g[sel]
+        if look is not None and self.pair_bags:
+            gk = self._two_bag_gains(look, k, sel, owner, at, bag_min, gk, D)
+            nb = max(nb, float(D + gk.min()))
+            res["bound"] = nb
+        res.update(bag=int(unres[k]), rows=cand[sel], child_bounds=np.maximum(nb, D + gk))
         return res
+
+    def _two_bag_gains(self, look, k, sel, owner, at, bag_min, gk, D):
+        """Two-level look-ahead of the children of bag k: every selection below child i also
+        picks some remaining candidate j of any other unresolved bag J, so
+        v(N_i) ≥ D + min_{j∈J} g_ij, with g_ij the gain of a joint projected Newton step along
+        the directions of i and j (:meth:`.bounds.NewtonLookahead.pairs`); the best of the
+        ``pair_bags`` bags with the largest single gains is kept when it beats g_i."""
+        others = np.flatnonzero(np.isfinite(bag_min))
+        others = others[others != k]
+        if others.size == 0:
+            return gk
+        others = others[np.argsort(-bag_min[others], kind="stable")[: self.pair_bags]]
+        ik = at[sel]
+        I_parts, J_parts, seg = [], [], []
+        for J in others:
+            jj = at[owner == J]
+            I_parts.append(np.repeat(ik, jj.size))
+            J_parts.append(np.tile(jj, ik.size))
+            seg.append(jj.size)
+        with np.errstate(all="ignore"):
+            Dp = look.pairs(np.concatenate(I_parts), np.concatenate(J_parts))
+        best = gk.copy()
+        off = 0
+        for n_j in seg:
+            block = Dp[off: off + ik.size * n_j].reshape(ik.size, n_j)
+            off += ik.size * n_j
+            best = np.maximum(best, block.min(axis=1) - D)
+        return best
 
     # ---------------------------------------------------------------- the search
     def solve(self, time_limit=None, mip_gap=1e-4, abs_gap=1e-9, node_limit=None, incumbents=(), primal_incumbents=(),
