@@ -407,8 +407,13 @@ def test_kick_search_escapes_local_optima_with_true_objectives(seed):
     eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs)
     scores = np.random.default_rng(seed).normal(size=bags.n_instances)
     start = alternate_selection(eng, segment_argmax(scores, eng.ptr)[eng.pos_bags], math.inf)
-    val, coef, b = kick_search(eng, scores, time.perf_counter() + 5.0, seed=seed)
+    seen = []
+    val, coef, b = kick_search(eng, scores, time.perf_counter() + 5.0, seed=seed,
+                               found=lambda v, c, bb: seen.append(v))
     assert ref - 1e-7 <= val <= start[0] + 1e-9
+    # every improvement was reported when found, the last one being the result
+    assert all(a > b_ for a, b_ in zip(seen, seen[1:]))
+    assert not seen or seen[-1] == val
     w = bags.X.T @ coef
     assert misvm_bigm.objective_value(bags, w, b, 1.0) == pytest.approx(val, rel=1e-9)
 

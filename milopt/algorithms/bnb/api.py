@@ -95,10 +95,10 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
                     if r is not None:
                         pts.append((r[1], r[2], time.perf_counter() - t0))
             if o["kick_seconds"] > 0 and pts and time.perf_counter() < start_deadline:
-                r = kick_search(eng, ranked()[0][2], min(start_deadline, time.perf_counter() + o["kick_seconds"]), seed=o["seed"],
-                                kick=o["kick_size"])
-                if r is not None:
-                    pts.append((r[1], r[2], time.perf_counter() - t0))
+                # every improvement is kept when it is found (its time, and Ctrl-C keeps it)
+                kick_search(eng, ranked()[0][2], min(start_deadline, time.perf_counter() + o["kick_seconds"]),
+                            seed=o["seed"], kick=o["kick_size"],
+                            found=lambda v, c, b: pts.append((c, b, time.perf_counter() - t0)))
         except KeyboardInterrupt:   # Ctrl-C in the starts: keep what was found, evaluate the root, stop
             interrupted = True
         heur_s = time.perf_counter() - t0

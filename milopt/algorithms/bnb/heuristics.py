@@ -208,7 +208,7 @@ def _alternate_smo(eng, wit, max_iter):
     return best
 
 
-def kick_search(eng, scores, deadline, seed=0, kick=3, swap=True):
+def kick_search(eng, scores, deadline, seed=0, kick=3, swap=True, found=None):
     r"""Iterated local search on witness selections (escapes the 1-opt optimum of
     :func:`swap_search`).
 
@@ -218,6 +218,9 @@ def kick_search(eng, scores, deadline, seed=0, kick=3, swap=True):
     not worse (moving across plateaus of equal Φ), and polish a strict improvement by the swap
     search.  Repeats until ``deadline``, or until 20 kicks per multi-instance bag in a row
     found nothing better.
+
+    ``found(value, coef, b)``, if given, is called with every strict improvement when it is
+    found (so that its time is known and an interruption keeps it).
 
     Returns (value, coef, b) of the best point found, or None.
     """
@@ -249,10 +252,14 @@ def kick_search(eng, scores, deadline, seed=0, kick=3, swap=True):
             if r[0] < best[0] - tol:
                 idle = 0
                 best = (r[0], r[4], r[1])
+                if found is not None:
+                    found(*best)
                 if swap and time.perf_counter() < deadline:   # (None without interior-point node QPs)
                     sw = swap_search(eng, r[5], deadline)
                     if sw is not None and sw[0] < best[0] - tol:
                         best = sw
+                        if found is not None:
+                            found(*best)
                         cur = alternate_selection(eng, segment_argmax(eng.Kv(sw[1]), ptr)[pos], deadline)
     return best
 
