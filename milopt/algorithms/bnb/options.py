@@ -14,8 +14,8 @@ PARAMS = ParamSet(
               "node QP solver: interior point (small effective sets), warm-started coordinate descent, or auto"),
     branching=Choice("product", ("lookahead", "product"),
                      "bag to branch on: largest weakest-child look-ahead gain, or its product with the mean gain"),
-    newton=Bool(True, "projected Newton-step look-ahead from the interior-point node QP's last Newton matrix "
-                      "(besides the pair step; dense interior-point node QPs)"),
+    newton=Bool(True, "projected Newton-step look-ahead besides the pair step (with the interior-point node QP's "
+                      "last Newton matrix, or one built on the free multipliers)"),
     pair_bags=Int(3, "two-level look-ahead: children's bounds from joint Newton steps with the candidates of this "
                      "many other unresolved bags (those of largest single gain; 0: off)", ge=0),
     anneal=Int(12, "deterministic-annealing runs (smoothed MI-SVM, L-BFGS; linear kernel) before the search",
