@@ -234,6 +234,7 @@ def test_cli_solve_and_fit():
     r = json.loads(out)
     assert r["solver"] == "bnb" and r["status"] == "optimal" and r["termination"] == "optimal"
     assert r["bound"] <= r["objective"] + 1e-9 and r["nodes"] >= 1 and r["history"]
+    assert 0 <= r["extra"]["closed_nodes"] <= r["nodes"]
     code, out, err = _cli("solve", "misvm-bigm", "--data", "gen:digits?bags=12&seed=1", "--solver", "bnb",
                           "--set", "norm=l1")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "bnb" in err
