@@ -1,20 +1,14 @@
 """benchmarks/bnb_generalisation.py: the paired statistics and one small cross-validation."""
-import importlib.util
 import json
-import pathlib
 
 import numpy as np
 import pytest
-
-PATH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bnb_generalisation.py"
+from benchmark_script import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("bnb_generalisation", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("bnb_generalisation")
 
 
 def test_paired_counts_and_wilcoxon(study):

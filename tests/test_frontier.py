@@ -1,6 +1,5 @@
 """The frontier script (benchmarks/exact_frontier.py): path parsing, nested subsets, the
 table cells (proved / gap / licence limit), re-rendering from saved runs, and one real run."""
-import importlib.util
 import json
 import math
 import os
@@ -8,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from benchmark_script import load_benchmark
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "benchmarks", "exact_frontier.py")
@@ -15,10 +15,7 @@ SCRIPT = os.path.join(ROOT, "benchmarks", "exact_frontier.py")
 
 @pytest.fixture(scope="module")
 def fr():
-    spec = importlib.util.spec_from_file_location("exact_frontier", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("exact_frontier")
 
 
 def test_parse_path_and_known_names(fr):

@@ -325,13 +325,9 @@ def test_report_primal_integrals_agree_with_a_hand_computation(pint_bench, capsy
 
 # ------------------------------------------------------------------ benchmarks/solver_comparison.py
 def _comparison_module():
-    import importlib.util
+    from benchmark_script import load_benchmark
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "solver_comparison.py"
-    spec = importlib.util.spec_from_file_location("solver_comparison", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("solver_comparison")
 
 
 def test_solver_comparison_records_what_a_solver_cannot_take_as_skipped(tmp_path, monkeypatch):

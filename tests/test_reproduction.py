@@ -1,6 +1,5 @@
 """benchmarks/reproduction.py: nested CV on a small generator (2 outer folds, 2 inner folds)."""
 import csv
-import importlib.util
 import json
 from pathlib import Path
 
@@ -8,6 +7,7 @@ import numpy as np
 import pytest
 
 import milopt
+from benchmark_script import load_benchmark
 from milopt.metrics import bag_folds
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "reproduction.py"
@@ -15,10 +15,7 @@ DATA = "gen:digits?bags=16&max_size=4&seed=0"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("reproduction", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("reproduction")
 
 
 @pytest.mark.slow  # ~3 s of CPU, but > 20 s wall on a loaded 2-core machine
