@@ -23,7 +23,6 @@ from .bounds import NewtonLookahead, free_set_newton, pair_step_gains
 #: optimum on MUSK1 nodes (11 % fewer iterations than 1e-10 / 1e-7); it is a valid bound either way
 NODE_IPM_TOL = 1e-8
 NODE_IPM_RD_TOL = 1e-4
-#: low-rank (Woodbury) interior-point Newton systems when features ≤ this share of the effective set
 
 
 class NodeEvaluation:

@@ -44,6 +44,7 @@ from .nodes import Node, NodeQueue
 DENSE_MAX = 3000
 #: node QPs by the interior-point method up to this many effective instances (else warm-started SMO)
 IPM_MAX = 400
+#: low-rank (Woodbury) interior-point Newton systems when features ≤ this share of the effective set
 LOWRANK_RATIO = 0.5
 
 
