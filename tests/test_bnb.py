@@ -67,7 +67,7 @@ def brute_force(bags, costs, K=None):
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("qp", ["ipm", "smo"])
+@pytest.mark.parametrize("qp", ["active", "ipm", "smo"])
 def test_optimum_equals_brute_force(seed, qp):
     bags = tiny(seed)
     cw = ["kent-yu", "balanced", "none", "kent-yu"][seed]
@@ -235,6 +235,9 @@ def test_cli_solve_and_fit():
     assert r["solver"] == "bnb" and r["status"] == "optimal" and r["termination"] == "optimal"
     assert r["bound"] <= r["objective"] + 1e-9 and r["nodes"] >= 1 and r["history"]
     assert 0 <= r["extra"]["closed_nodes"] <= r["nodes"]
+    # node QPs warm-started from the parent by the active-set method (not the root, nor children
+    # of a node whose effective set held one class only: their parent's multipliers are all zero)
+    assert 1 <= r["extra"]["active_set_solves"] + r["extra"]["active_set_fallbacks"] <= r["nodes"]
     code, out, err = _cli("solve", "misvm-bigm", "--data", "gen:digits?bags=12&seed=1", "--solver", "bnb",
                           "--set", "norm=l1")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "bnb" in err
@@ -390,6 +393,47 @@ def test_lowrank_node_qp_equals_brute_force(seed):
     eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs, qp="ipm")
     eng.lowrank = True
     out = eng.solve(mip_gap=1e-7)
+    assert out["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("dense", [True, False])
+def test_active_set_node_qp_equals_brute_force(seed, dense):
+    """The node QPs by the warm-started active-set method (on the kernel block, or on the
+    features when the kernel is not formed) give the same proof, and they are really used."""
+    bags = tiny(seed + 30, n_pos=4, d=3)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs, qp="active")
+    if not dense:
+        eng.dense, eng.K = False, None
+    out = eng.solve(mip_gap=1e-7)
+    assert out["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7
+    assert out["nodes"] == 1 or out["active_set_solves"] > 0
+
+
+def test_active_set_failures_fall_back_to_the_interior_point(monkeypatch):
+    """Node QPs on which the active-set method fails (here: every other one, by an iteration
+    limit of 1) are solved by the interior point instead; the proof is unchanged."""
+    import milopt.algorithms.svm_active_set as active
+
+    real = active.solve_group_dual_active_set
+    calls = []
+
+    def flaky(*args, **kw):
+        calls.append(1)
+        return real(*args, **dict(kw, max_iter=1 if len(calls) % 2 else 50))
+
+    monkeypatch.setattr(active, "solve_group_dual_active_set", flaky)
+    bags = tiny(33, n_pos=4, d=3)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    out = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs, qp="active").solve(mip_gap=1e-7)
+    assert out["active_set_fallbacks"] > 0 and out["active_set_solves"] > 0
     assert out["termination"] == "optimal"
     assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
     assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7

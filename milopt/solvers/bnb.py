@@ -86,6 +86,7 @@ def _finish(model, opts, mod, meta, bags, kernel=None):
             "iteration_limit": Termination.ITERATION_LIMIT,
             "interrupted": Termination.INTERRUPTED}[out["termination"]]
     extra = {"root_bound": out["root_bound"], "open_nodes": out["open_nodes"], "closed_nodes": out["closed_nodes"],
+             "active_set_solves": out["active_set_solves"], "active_set_fallbacks": out["active_set_fallbacks"],
              "heuristic_seconds": out["heuristic_seconds"], "mi_objective": out["objective"],
              "incumbent_source": out["incumbent_source"], "incumbent_time": out["incumbent_time"],
              "heuristic_search_seconds": out["heuristic_search_seconds"], "mip_gap": gap,

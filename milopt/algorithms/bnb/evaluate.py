@@ -23,6 +23,13 @@ from .bounds import NewtonLookahead, free_set_newton, pair_step_gains
 #: optimum on MUSK1 nodes (11 % fewer iterations than 1e-10 / 1e-7); it is a valid bound either way
 NODE_IPM_TOL = 1e-8
 NODE_IPM_RD_TOL = 1e-4
+#: dense kernel matrix up to this many instances (else rows from the features on demand); kernel
+#: blocks of effective sets larger than this are not gathered for the active-set method
+DENSE_MAX = 3000
+#: node QPs by the interior-point method up to this many effective instances (else warm-started
+#: SMO); the active-set method works on the kernel block up to this size, beyond it (linear
+#: kernel) on the features
+IPM_MAX = 400
 
 
 class NodeEvaluation:
@@ -94,6 +101,34 @@ class NodeEvaluation:
         F = self.y - self.Kv(self.y * alpha)
         return alpha, F, int(r["iterations"]), (None if self.lowrank or not r["converged"] else r.get("newton"))
 
+    def _solve_node_active_set(self, alpha0, active):
+        """Node QP on the effective set by the primal-dual active-set method warm-started from
+        ``alpha0`` (the parent's multipliers), or None when it does not converge (the caller
+        falls back to the interior point).  Exact up to rounding when it converges; no Newton
+        solver is returned (the look-ahead builds its matrix on the free multipliers)."""
+        from milopt.algorithms.svm_active_set import solve_group_dual_active_set
+
+        idx = np.flatnonzero(active)
+        yE = self.y[idx]
+        if not ((yE > 0).any() and (yE < 0).any()):
+            return None
+        gi, ginv = np.unique(self.bag_of[idx], return_inverse=True)
+        with np.errstate(all="ignore"):
+            if self.kernel or (self.dense and idx.size <= IPM_MAX):
+                if idx.size > DENSE_MAX:
+                    return None   # a kernel block too large to gather at every node
+                r = solve_group_dual_active_set(yE, ginv, self.costs[gi], alpha0[idx], K=self.Krows(idx, idx),
+                                                max_free=IPM_MAX)
+            else:
+                r = solve_group_dual_active_set(yE, ginv, self.costs[gi], alpha0[idx], V=self.X[idx],
+                                                max_free=IPM_MAX)
+        if not r["converged"]:
+            return None
+        alpha = np.zeros(self.n)
+        alpha[idx] = self.project(r["alpha"], idx)
+        F = self.y - self.Kv(self.y * alpha)
+        return alpha, F, int(r["iterations"]), None
+
     def _reaches(self, target, idx, KE):
         """The interior-point method's early stop: whether the projected iterate's dual objective
         reaches ``target`` (D of the unprojected iterate, from Q a, is only a first screen: the
@@ -115,6 +150,11 @@ class NodeEvaluation:
         warm-started coordinate descent.  α is always exactly dual feasible; ``newton`` is the
         dense interior-point method's last Newton solver (None otherwise, and when the method
         stopped early because its bound reached ``target``)."""
+        if self.active_set and not tight and alpha0.any():
+            r = self._solve_node_active_set(alpha0, active)
+            self.active_set_log[0 if r is not None else 1] += 1
+            if r is not None:
+                return r
         if self.qp == "ipm":
             try:
                 with np.errstate(all="ignore"):
@@ -133,7 +173,9 @@ class NodeEvaluation:
     def evaluate(self, node, incumbent, eps, deadline, dive=False):
         """:meth:`_evaluate`, plus with ``dive`` the alternation on selections started from the
         node's relaxed scores (``res["dive"] = (value, coef, b)``, ``res["dive_seconds"]``)."""
+        self.active_set_log = [0, 0]
         res = self._evaluate(node, incumbent, eps, deadline)
+        res["active_set"] = tuple(self.active_set_log)
         if dive and time.perf_counter() < deadline:
             from .heuristics import alternate_selection
 

@@ -37,13 +37,9 @@ from milopt.errors import InvalidParameterError
 from milopt.segments import segment_argmax
 
 from .bounds import mi_objective_best_b, project_dual
-from .evaluate import NodeEvaluation
+from .evaluate import DENSE_MAX, IPM_MAX, NodeEvaluation
 from .nodes import Node, NodeQueue
 
-#: dense kernel matrix up to this many instances (else rows from the features on demand)
-DENSE_MAX = 3000
-#: node QPs by the interior-point method up to this many effective instances (else warm-started SMO)
-IPM_MAX = 400
 #: low-rank (Woodbury) interior-point Newton systems when features ≤ this share of the effective set
 LOWRANK_RATIO = 0.5
 
@@ -131,13 +127,20 @@ class MISVMBranchAndBound(NodeEvaluation):
         base &= self.live[self.bag_of]
         dead = ~self.live[self.pos_bags]
         self.base_active = base
-        if qp not in ("auto", "ipm", "smo"):
-            raise InvalidParameterError(f"bnb: qp must be 'auto', 'ipm' or 'smo', got {qp!r}")
+        if qp not in ("auto", "active", "ipm", "smo"):
+            raise InvalidParameterError(f"bnb: qp must be 'auto', 'active', 'ipm' or 'smo', got {qp!r}")
         n_eff = int(base.sum()) + int(np.sum(sizes[self.pos_bags] > 1))
         # qp='ipm' on effective sets too large for the dense method, linear kernel with fewer
         # features than effective instances: the interior-point Newton systems by the Woodbury
         # identity on the features (d × d), K never formed
-        self.qp = ("ipm" if n_eff <= IPM_MAX and self.dense else "smo") if qp == "auto" else qp
+        small = n_eff <= IPM_MAX and self.dense
+        # 'active' (and 'auto' on small effective sets): node QPs by the active-set method
+        # warm-started from the parent's multipliers, the interior point or the coordinate descent
+        # where it fails (and at the root).  Not by default on large sets: from the coordinate
+        # descent's inexact multipliers its guesses free too many (MUSK2: over 1,000 of 5,600)
+        self.active_set = qp == "active" or (qp == "auto" and small)
+        self.active_set_log = [0, 0]      # node QPs of the last evaluation: active set solved, fell back
+        self.qp = ("ipm" if small else "smo") if qp in ("auto", "active") else qp
         self.lowrank = (self.qp == "ipm" and not self.kernel and not (n_eff <= IPM_MAX and self.dense)
                         and self.d <= LOWRANK_RATIO * n_eff)
         self.wit0 = np.where((sizes[self.pos_bags] == 1) | dead, self.ptr[self.pos_bags], -1)
@@ -229,7 +232,9 @@ class MISVMBranchAndBound(NodeEvaluation):
         dict: w (linear) or coef (kernel), b, objective, bound, nodes, iterations, termination
         ('optimal', 'time_limit', 'iteration_limit', 'interrupted'), history, root_bound,
         open_nodes, seconds, incumbent_source, incumbent_time, heuristic_search_seconds,
-        closed_nodes (evaluated nodes closed, by bound or by a feasible relaxed optimum).
+        closed_nodes (evaluated nodes closed, by bound or by a feasible relaxed optimum),
+        active_set_solves / active_set_fallbacks (node QPs solved by the warm-started active-set
+        method / handed to the interior point or coordinate descent after it failed).
         """
         from .heuristics import kick_search, swap_search
 
@@ -289,7 +294,7 @@ class MISVMBranchAndBound(NodeEvaluation):
         closed = [math.inf]       # smallest bound of the nodes closed so far (part of the proof)
         queue.push(Node(-math.inf, self.wit0.copy(), np.zeros(self.n), 0, -1))
         stats = {"nodes": 0, "iters": 0, "root": None, "closed": 0, "kicks": 0, "next_kick": kick_every,
-                 "kick_gap": kick_every}
+                 "kick_gap": kick_every, "active": 0, "fallback": 0}
         termination = "optimal"
 
         def lower():
@@ -318,6 +323,9 @@ class MISVMBranchAndBound(NodeEvaluation):
             """Book a node's evaluation: incumbent, closing, children."""
             stats["nodes"] += 1
             stats["iters"] += res["iterations"]
+            solved, failed = res.get("active_set", (0, 0))
+            stats["active"] += solved
+            stats["fallback"] += failed
             if stats["root"] is None:
                 stats["root"] = res["bound"]
             improved = offer(res["coef"], None, "node", ph=res["phi"])
@@ -433,6 +441,7 @@ class MISVMBranchAndBound(NodeEvaluation):
                 "root_bound": stats["root"], "open_nodes": len(queue), "seconds": time.perf_counter() - t0,
                 "incumbent_source": best["source"], "incumbent_time": best["time"],
                 "heuristic_search_seconds": heur["time"], "closed_nodes": stats["closed"],
+                "active_set_solves": stats["active"], "active_set_fallbacks": stats["fallback"],
                 "trajectory": trajectory}
 
 
