@@ -67,7 +67,7 @@ def brute_force(bags, costs, K=None):
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("qp", ["active", "ipm", "smo"])
+@pytest.mark.parametrize("qp", ["auto", "ipm", "smo"])
 def test_optimum_equals_brute_force(seed, qp):
     bags = tiny(seed)
     cw = ["kent-yu", "balanced", "none", "kent-yu"][seed]
@@ -406,7 +406,7 @@ def test_active_set_node_qp_equals_brute_force(seed, dense):
     bags = tiny(seed + 30, n_pos=4, d=3)
     costs = misvm_bigm.bag_costs(bags, 1.0)
     ref = brute_force(bags, costs)
-    eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs, qp="active")
+    eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs)
     if not dense:
         eng.dense, eng.K = False, None
     out = eng.solve(mip_gap=1e-7)
@@ -432,7 +432,7 @@ def test_active_set_failures_fall_back_to_the_interior_point(monkeypatch):
     bags = tiny(33, n_pos=4, d=3)
     costs = misvm_bigm.bag_costs(bags, 1.0)
     ref = brute_force(bags, costs)
-    out = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs, qp="active").solve(mip_gap=1e-7)
+    out = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs).solve(mip_gap=1e-7)
     assert out["active_set_fallbacks"] > 0 and out["active_set_solves"] > 0
     assert out["termination"] == "optimal"
     assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)

@@ -39,7 +39,8 @@ import numpy as np
 from scipy.linalg.lapack import dsysv as _sysv
 
 
-def solve_group_dual_active_set(y, groups, caps, alpha0, K=None, V=None, max_iter=50, zero=1e-5, max_free=None):
+def solve_group_dual_active_set(y, groups, caps, alpha0, K=None, V=None, max_iter=200, zero=1e-6, max_free=None,
+                                max_release=5):
     """Solve the grouped-slack SVM dual by the primal-dual active-set method.
 
     Parameters
@@ -121,7 +122,12 @@ def solve_group_dual_active_set(y, groups, caps, alpha0, K=None, V=None, max_ite
             return _result(alpha, nu, it, True, F, sat)
         last = (zero_set, sat, vz, vs)
         if not single:
-            new_zero = zero_set ^ (vz > 0)
+            flip = vz > 0
+            if max_release is not None:
+                freed = np.flatnonzero(flip & zero_set)
+                if freed.size > max_release:
+                    flip[freed[np.argsort(-vz[freed])[max_release:]]] = False
+            new_zero = zero_set ^ flip
             new_sat = sat ^ (vs > 0)
             key = new_zero.tobytes() + new_sat.tobytes()
             if key not in seen:

@@ -10,10 +10,10 @@ PARAMS = ParamSet(
     seed=Int(0, "seed of the random heuristic starts", ge=0),
     node_limit=Int(None, "stop after this many nodes", ge=1),
     tol=Float(1e-4, "KKT tolerance of the coordinate-descent node QPs", gt=0, lt=1),
-    qp=Choice("auto", ("auto", "active", "ipm", "smo"),
-              "node QP solver: active set warm-started from the parent (interior point when it fails), interior "
-              "point, warm-started coordinate descent, or auto (active set on small effective sets, else coordinate "
-              "descent)"),
+    qp=Choice("auto", ("auto", "ipm", "smo"),
+              "node QP solver: auto (the active-set method warm-started from the parent's multipliers; where it "
+              "fails, and at the root, the interior point on small effective sets, else the coordinate descent), "
+              "interior point only, or warm-started coordinate descent only"),
     branching=Choice("product", ("lookahead", "product"),
                      "bag to branch on: largest weakest-child look-ahead gain, or its product with the mean gain"),
     newton=Bool(True, "projected Newton-step look-ahead besides the pair step (with the interior-point node QP's "

@@ -68,6 +68,7 @@ class MISVMBranchAndBound(NodeEvaluation):
         KKT tolerance of the coordinate-descent node QPs (tightened automatically when a leaf
         cannot be closed).
     qp : {'auto', 'ipm', 'smo'}
+        Node QP solver (option ``qp`` of :mod:`.options`).
     K : ndarray (n, n), optional
         Kernel (Gram) matrix of the instances (RBF, polynomial, precomputed): the search then
         works on dual coefficients only and returns ``coef`` (f(x) = Σ coef_i K(z_i, x) + b).
@@ -127,20 +128,18 @@ class MISVMBranchAndBound(NodeEvaluation):
         base &= self.live[self.bag_of]
         dead = ~self.live[self.pos_bags]
         self.base_active = base
-        if qp not in ("auto", "active", "ipm", "smo"):
-            raise InvalidParameterError(f"bnb: qp must be 'auto', 'active', 'ipm' or 'smo', got {qp!r}")
+        if qp not in ("auto", "ipm", "smo"):
+            raise InvalidParameterError(f"bnb: qp must be 'auto', 'ipm' or 'smo', got {qp!r}")
         n_eff = int(base.sum()) + int(np.sum(sizes[self.pos_bags] > 1))
         # qp='ipm' on effective sets too large for the dense method, linear kernel with fewer
         # features than effective instances: the interior-point Newton systems by the Woodbury
         # identity on the features (d × d), K never formed
         small = n_eff <= IPM_MAX and self.dense
-        # 'active' (and 'auto' on small effective sets): node QPs by the active-set method
-        # warm-started from the parent's multipliers, the interior point or the coordinate descent
-        # where it fails (and at the root).  Not by default on large sets: from the coordinate
-        # descent's inexact multipliers its guesses free too many (MUSK2: over 1,000 of 5,600)
-        self.active_set = qp == "active" or (qp == "auto" and small)
+        # 'auto': node QPs by the active-set method warm-started from the parent's multipliers,
+        # the interior point or the coordinate descent where it fails (and at the root)
+        self.active_set = qp == "auto"
         self.active_set_log = [0, 0]      # node QPs of the last evaluation: active set solved, fell back
-        self.qp = ("ipm" if small else "smo") if qp in ("auto", "active") else qp
+        self.qp = ("ipm" if small else "smo") if qp == "auto" else qp
         self.lowrank = (self.qp == "ipm" and not self.kernel and not (n_eff <= IPM_MAX and self.dense)
                         and self.d <= LOWRANK_RATIO * n_eff)
         self.wit0 = np.where((sizes[self.pos_bags] == 1) | dead, self.ptr[self.pos_bags], -1)
@@ -362,7 +361,7 @@ class MISVMBranchAndBound(NodeEvaluation):
         pool = None
         if verbose:
             print(f"bnb: {self.B} bags, {self.n} instances, {int(self.ypos.sum())} positive bags "
-                  f"({int(np.sum(self.sizes[self.pos_bags]))} witness candidates); node QP {self.qp}; "
+                  f"({int(np.sum(self.sizes[self.pos_bags]))} witness candidates); node QP {'active set, ' + self.qp + ' on failure' if self.active_set else self.qp}; "
                   f"workers {workers}", file=out_log)
             print(f"{'time':>10} {'nodes':>10} {'open':>9} {'incumbent':>14} {'bound':>14} {'gap':>9}",
                   file=out_log, flush=True)
