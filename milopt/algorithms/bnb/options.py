@@ -36,7 +36,7 @@ PARAMS = ParamSet(
                           ge=0, le=1),
     log_every=Float(5.0, "seconds between two progress lines of --verbose", gt=0),
     workers=Int(1, "processes evaluating open nodes in parallel (1: serial)", ge=1),
-    batch=Int(0, "open nodes evaluated per parallel round (0: 4 per worker)", ge=0),
+    batch=Int(0, "open nodes evaluated per parallel round (0: 8 per worker)", ge=0),
     scheduler=Str(None, "evaluate open nodes on a dask.distributed cluster: 'local' (a LocalCluster of `workers` "
                         "processes) or a scheduler address such as tcp://host:8786 (none: forked processes)"),
 )

@@ -4,8 +4,9 @@ The master pops the ``batch`` best open nodes, the workers (forked with a copy o
 engine: kernel matrix, labels, costs) solve their relaxations and compute their look-ahead
 bounds (:meth:`MISVMBranchAndBound.evaluate`), and the master books the results in order:
 incumbents, closing, children.  Periodic dives (the alternation from a node's relaxed
-scores) run in the workers with the node; the witness-swap search from a new incumbent runs in
-the master.  Nothing in the proof changes: every node's bound is computed
+scores) run in the workers with the node; the periodic rounds of the iterated local search run
+in a worker while the others evaluate nodes (their result is offered when it is ready); the
+witness-swap search from a new incumbent runs in the master.  Nothing in the proof changes: every node's bound is computed
 exactly as in the serial search; the incumbent a worker uses to decide closing is the one at
 the start of the round (possibly larger than the current one), which closes fewer nodes,
 never a wrong one.  The global lower bound is still the minimum over open and closed nodes.
@@ -50,6 +51,31 @@ def _evaluate(args):
     return _ENGINE.evaluate(node, incumbent, eps, deadline, dive)
 
 
+def _kick(args):
+    """One round of the iterated local search in a worker (:func:`.heuristics.kick_search`)."""
+    from .heuristics import kick_search
+
+    scores, seconds, seed, kick = args
+    return kick_search(_ENGINE, scores, time.perf_counter() + seconds, seed=seed, kick=kick)
+
+
+class Pending:
+    """A local-search round running in a worker: ``ready()`` without waiting, ``get()`` its
+    result (None when it failed: a failed local search is only a missing incumbent)."""
+
+    def __init__(self, ready, get):
+        self._ready, self._get = ready, get
+
+    def ready(self):
+        return self._ready()
+
+    def get(self):
+        try:
+            return self._get()
+        except Exception:  # noqa: BLE001
+            return None
+
+
 def NodePool(engine, workers, scheduler=None, timeout=30.0):
     """The pool evaluating nodes of ``engine``: ``workers`` forked processes, or a
     ``dask.distributed`` cluster when ``scheduler`` is given (``'local'`` or an address; the
@@ -75,6 +101,12 @@ class ForkNodePool:
         dives = dives or [False] * len(nodes)
         return self.pool.map(_evaluate, [(nd, incumbent, eps, deadline, dv) for nd, dv in zip(nodes, dives)],
                              chunksize=1)
+
+    def kick(self, scores, seconds, seed, kick):
+        """Start a round of the iterated local search in a worker (:class:`Pending`): the other
+        workers go on evaluating nodes meanwhile."""
+        r = self.pool.apply_async(_kick, ((scores, seconds, seed, kick),))
+        return Pending(r.ready, r.get)
 
     def close(self):
         self.pool.terminate()
@@ -109,6 +141,12 @@ def _evaluate_remote(engine, chunk, incumbent, eps, seconds_left):
     deadline = time.perf_counter() + seconds_left if math.isfinite(seconds_left) else math.inf
     eng = _thread_engine(engine)
     return [eng.evaluate(node, incumbent, eps, deadline, dive) for node, dive in chunk]
+
+
+def _kick_remote(engine, scores, seconds, seed, kick):
+    from .heuristics import kick_search
+
+    return kick_search(_thread_engine(engine), scores, time.perf_counter() + seconds, seed=seed, kick=kick)
 
 
 def local_cluster(workers):
@@ -166,6 +204,7 @@ class DaskNodePool:
         self.engine = self.client.scatter(engine, broadcast=True, hash=False)
         self.slots = max(1, sum(self.client.nthreads().values()))
         self.futures = []
+        self.kicks = []
 
     def evaluate(self, nodes, incumbent, eps, deadline, dives=None):
         """Results of :meth:`MISVMBranchAndBound.evaluate` for ``nodes``, in order.  The batch is
@@ -185,10 +224,16 @@ class DaskNodePool:
         self.futures = []
         return [r for part in out for r in part]
 
+    def kick(self, scores, seconds, seed, kick):
+        """Start a round of the iterated local search on the cluster (:class:`Pending`)."""
+        f = self.client.submit(_kick_remote, self.engine, scores, seconds, seed, kick, pure=False)
+        self.kicks = [f]
+        return Pending(f.done, f.result)
+
     def close(self):
         try:
-            if self.futures:
-                self.client.cancel(self.futures)
+            if self.futures or self.kicks:
+                self.client.cancel(self.futures + self.kicks)
             self.client.close()
         finally:
             if self.cluster is not None:

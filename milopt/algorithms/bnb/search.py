@@ -217,8 +217,9 @@ class MISVMBranchAndBound(NodeEvaluation):
         kick_every, kick_size, seed : int
             After ``kick_every`` nodes (0: never), one second of the iterated local search
             (:func:`.heuristics.kick_search`, at most ``kick_size`` bags kicked at once, seeded)
-            from the incumbent; the interval doubles after every round that finds nothing and
-            returns to ``kick_every`` after one that does.
+            from the incumbent (with a pool, in a worker while the others evaluate nodes); the
+            interval doubles after every round that finds nothing and returns to
+            ``kick_every`` after one that does.
         verbose : bool
             Progress lines (time, nodes, open, incumbent, bound, gap) on stderr every ``log_every`` s.
         workers, batch : int
@@ -358,6 +359,34 @@ class MISVMBranchAndBound(NodeEvaluation):
             k = stats["nodes"] + j
             return bool(dive_every) and k % dive_every == 0 and budget_ok()
 
+        pending = [None]          # a round of the iterated local search running in a worker
+
+        def kick_done(r):
+            """Offer a round's result; the interval doubles after a round that finds nothing
+            (and is reset by one that does)."""
+            found = r is not None and offer(r[1], r[2], "kick")
+            stats["kick_gap"] = kick_every if found else 2 * stats["kick_gap"]
+            stats["next_kick"] = stats["nodes"] + stats["kick_gap"]
+
+        def kick_round():
+            """One second of the iterated local search from the incumbent: in a worker while the
+            others evaluate nodes (parallel search), else here."""
+            stats["kicks"] += 1
+            th = time.perf_counter()
+            seconds = min(1.0, deadline - th)
+            try:
+                start_raw = self.Kv(best["coef"]) if best["coef"] is not None else self.X @ best["w"]
+                if pool is not None:
+                    pending[0] = pool.kick(start_raw, seconds, seed + stats["kicks"], kick_size)
+                    heur["time"] += seconds
+                    return
+                kick_done(kick_search(self, start_raw, th + seconds, seed=seed + stats["kicks"], kick=kick_size))
+            except KeyboardInterrupt:
+                raise
+            except Exception:  # noqa: BLE001 - a failed local search never stops the proof
+                pass
+            heur["time"] += time.perf_counter() - th
+
         pool = None
         if verbose:
             print(f"bnb: {self.B} bags, {self.n} instances, {int(self.ypos.sum())} positive bags "
@@ -394,7 +423,7 @@ class MISVMBranchAndBound(NodeEvaluation):
                     res = self.evaluate(node, best["value"], eps(), deadline, dive=wants_dive(0))
                     apply(node, res)
                 else:
-                    k = batch or 4 * workers
+                    k = batch or 8 * workers
                     if node_limit is not None:
                         k = min(k, node_limit - stats["nodes"])
                     nodes = [queue.pop() for _ in range(min(k, len(queue)))]
@@ -403,29 +432,19 @@ class MISVMBranchAndBound(NodeEvaluation):
                     dives = [wants_dive(j) for j in range(len(nodes))]
                     for node, res in zip(nodes, pool.evaluate(nodes, best["value"], eps(), deadline, dives)):
                         apply(node, res)
-                if (kick_every and stats["nodes"] >= stats["next_kick"] and best["value"] < math.inf
-                        and budget_ok() and time.perf_counter() < deadline):
-                    # a round of the iterated local search; the interval doubles after a round
-                    # that finds nothing (and is reset by one that does)
-                    stats["kicks"] += 1
-                    th = time.perf_counter()
-                    try:
-                        start_raw = self.Kv(best["coef"]) if best["coef"] is not None else self.X @ best["w"]
-                        r = kick_search(self, start_raw, min(deadline, th + 1.0), seed=seed + stats["kicks"],
-                                        kick=kick_size)
-                        found = r is not None and offer(r[1], r[2], "kick")
-                        stats["kick_gap"] = kick_every if found else 2 * stats["kick_gap"]
-                        stats["next_kick"] = stats["nodes"] + stats["kick_gap"]
-                    except KeyboardInterrupt:
-                        raise
-                    except Exception:  # noqa: BLE001 - a failed local search never stops the proof
-                        pass
-                    heur["time"] += time.perf_counter() - th
+                if pending[0] is not None and pending[0].ready():
+                    kick_done(pending[0].get())
+                    pending[0] = None
+                if (kick_every and pending[0] is None and stats["nodes"] >= stats["next_kick"]
+                        and best["value"] < math.inf and budget_ok() and time.perf_counter() < deadline):
+                    kick_round()
                 record()
         except KeyboardInterrupt:
             termination = "interrupted"
         finally:
             if pool is not None:
+                if pending[0] is not None and pending[0].ready():
+                    kick_done(pending[0].get())
                 pool.close()
         lb = lower()
         ub = best["value"]
