@@ -388,6 +388,11 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
             params = dict(params)
             own = {k: params.pop(k) for k in list(params) if k in native and k not in form.params}
             options = {**native.validate(own, f"{solver} options"), **(options or {})}
+            unknown = [k for k in params if k not in form.params and k not in DATA_KEYS]
+            if unknown:   # name the backend's options too, not only the formulation's keys
+                raise InvalidParameterError(
+                    f"{form.name}: unknown key(s) {unknown}; accepted keys: {', '.join(form.params)}, "
+                    f"{', '.join(DATA_KEYS)}; {solver} options: {', '.join(native)}")
         cls = expected_class(form, params)
         if cls:
             check_supported(backend, *cls, formulation=form.name)

@@ -262,6 +262,11 @@ def test_cli_options_verbose_and_bad_option():
     code, out, err = _cli("solve", "misvm-bigm", "--data", "gen:digits?bags=12&seed=1", "--solver", "bnb",
                           "--set", "node_limit=abc")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "node_limit" in err
+    # an unknown key: one line that lists the backend's options beside the formulation's keys
+    code, out, err = _cli("solve", "misvm-bigm", "--data", "gen:digits?bags=12&seed=1", "--solver", "bnb",
+                          "--set", "mip_gap=1e-9")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and not out
+    assert "mip_gap" in err and "bnb options:" in err and "node_limit" in err and "big_m" in err
 
 
 @pytest.mark.parametrize("seed", [0, 2])
