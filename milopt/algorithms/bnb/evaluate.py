@@ -113,15 +113,18 @@ class NodeEvaluation:
         if not ((yE > 0).any() and (yE < 0).any()):
             return None
         gi, ginv = np.unique(self.bag_of[idx], return_inverse=True)
-        with np.errstate(all="ignore"):
-            if self.kernel or (self.dense and idx.size <= IPM_MAX):
-                if idx.size > DENSE_MAX:
-                    return None   # a kernel block too large to gather at every node
-                r = solve_group_dual_active_set(yE, ginv, self.costs[gi], alpha0[idx], K=self.Krows(idx, idx),
-                                                max_free=IPM_MAX)
-            else:
-                r = solve_group_dual_active_set(yE, ginv, self.costs[gi], alpha0[idx], V=self.X[idx],
-                                                max_free=IPM_MAX)
+        try:
+            with np.errstate(all="ignore"):
+                if self.kernel or (self.dense and idx.size <= IPM_MAX):
+                    if idx.size > DENSE_MAX:
+                        return None   # a kernel block too large to gather at every node
+                    r = solve_group_dual_active_set(yE, ginv, self.costs[gi], alpha0[idx], K=self.Krows(idx, idx),
+                                                    max_free=IPM_MAX)
+                else:
+                    r = solve_group_dual_active_set(yE, ginv, self.costs[gi], alpha0[idx], V=self.X[idx],
+                                                    max_free=IPM_MAX)
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+            return None
         if not r["converged"]:
             return None
         alpha = np.zeros(self.n)
@@ -145,11 +148,13 @@ class NodeEvaluation:
         return stop
 
     def _node_qp(self, alpha0, active, deadline, tol, target=math.inf, tight=False):
-        """(α, F, iterations, newton) of the node QP: the interior-point method when it is the
-        node solver (falling back to the coordinate descent if it fails numerically), else the
-        warm-started coordinate descent.  α is always exactly dual feasible; ``newton`` is the
-        dense interior-point method's last Newton solver (None otherwise, and when the method
-        stopped early because its bound reached ``target``)."""
+        """(α, F, iterations, newton) of the node QP: the active-set method warm-started from
+        ``alpha0`` (default ``qp``; not at the root, nor for the ``tight`` re-solve); where it
+        fails, the interior-point method when it is the node solver (falling back to the
+        coordinate descent if it fails numerically), else the warm-started coordinate descent.
+        α is always exactly dual feasible; ``newton`` is the dense interior-point method's last
+        Newton solver (None otherwise, and when the method stopped early because its bound
+        reached ``target``)."""
         if self.active_set and not tight and alpha0.any():
             r = self._solve_node_active_set(alpha0, active)
             self.active_set_log[0 if r is not None else 1] += 1

@@ -389,8 +389,9 @@ class MISVMBranchAndBound(NodeEvaluation):
 
         pool = None
         if verbose:
+            node_qp = f"active set, {self.qp} on failure" if self.active_set else self.qp
             print(f"bnb: {self.B} bags, {self.n} instances, {int(self.ypos.sum())} positive bags "
-                  f"({int(np.sum(self.sizes[self.pos_bags]))} witness candidates); node QP {'active set, ' + self.qp + ' on failure' if self.active_set else self.qp}; "
+                  f"({int(np.sum(self.sizes[self.pos_bags]))} witness candidates); node QP {node_qp}; "
                   f"workers {workers}", file=out_log)
             print(f"{'time':>10} {'nodes':>10} {'open':>9} {'incumbent':>14} {'bound':>14} {'gap':>9}",
                   file=out_log, flush=True)
