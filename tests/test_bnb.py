@@ -468,6 +468,30 @@ def test_kick_search_escapes_local_optima_with_true_objectives(seed):
     assert misvm_bigm.objective_value(bags, w, b, 1.0) == pytest.approx(val, rel=1e-9)
 
 
+def test_kick_round_in_a_worker_returns_a_true_objective():
+    """A round of the iterated local search started in a worker of the pool (the parallel
+    search's rounds) comes back with a point whose reported objective is its true MI-SVM
+    objective; the pool goes on evaluating nodes meanwhile."""
+    from milopt.algorithms.bnb.nodes import Node
+    from milopt.algorithms.bnb.parallel import NodePool
+
+    bags = tiny(43, n_pos=5, n_neg=4, max_size=5)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs)
+    pool = NodePool(eng, 2)
+    try:
+        pending = pool.kick(np.random.default_rng(0).normal(size=bags.n_instances), 1.0, 0, 3)
+        root = Node(-math.inf, eng.wit0.copy(), np.zeros(eng.n), 0, -1)
+        assert pool.evaluate([root], math.inf, 1e-9, math.inf)[0]["bound"] <= ref + 1e-7
+        val, coef, b = pending.get()
+        assert pending.ready()
+    finally:
+        pool.close()
+    assert val >= ref - 1e-7
+    assert misvm_bigm.objective_value(bags, bags.X.T @ coef, b, 1.0) == pytest.approx(val, rel=1e-9)
+
+
 def node_optimum(eng, active):
     """The certified optimum of a node relaxation (the SVM on the rows ``active``)."""
     from milopt.algorithms.svm_ipm import solve_group_dual_ipm

@@ -36,7 +36,7 @@ LAYERS = (
     ("declarations and results", ("milopt.params", "milopt.plugins", "milopt.matrix", "milopt.solvers.result")),
     ("data and numerical kernels", ("milopt.segments", "milopt.data", "milopt.features", "milopt.io",
                                     "milopt.algorithms.svm_dcd", "milopt.algorithms.svm_ipm",
-                                    "milopt.algorithms.qp_simplex")),
+                                    "milopt.algorithms.svm_active_set", "milopt.algorithms.qp_simplex")),
     ("MIL mathematics", ("milopt.numerics", "milopt.mil")),
     ("models", ("milopt.models",)),
     ("solvers", ("milopt.solvers",)),
