@@ -281,6 +281,28 @@ def test_parallel_equals_brute_force(seed):
     assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7
 
 
+def test_parallel_with_the_starts_local_search_in_a_worker(monkeypatch):
+    """With two workers the starts' iterated local search runs in a worker beside the search
+    (``first_kick``): same optimum as brute force, a valid bound."""
+    from milopt.algorithms.bnb.parallel import ForkNodePool
+
+    real, lengths = ForkNodePool.kick, []
+
+    def kick(self, scores, seconds, seed, kick):
+        lengths.append(seconds)
+        return real(self, scores, seconds, seed, kick)
+
+    monkeypatch.setattr(ForkNodePool, "kick", kick)
+    bags = tiny(45, n_pos=5, n_neg=4, max_size=5)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    out = solve_bags(bags, costs=costs, mip_gap=1e-7, restarts=2, anneal=0, kick_seconds=0.5, workers=2, batch=3)
+    assert lengths and 0 < lengths[0] <= 0.5      # the first round: the starts' local search
+    assert out["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7
+
+
 @pytest.mark.parametrize("kernel", ["rbf", "poly"])
 def test_kernel_equals_brute_force(kernel):
     """Kernel MI-SVM (Gram matrix given): the optimum is the minimum over all selections of the

@@ -59,6 +59,7 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         start_deadline = t0 + o["start_share"] * limit
         pts = []
         interrupted = False
+        parallel = o["workers"] > 1 or bool(o["scheduler"])
         both = bool((bags.y == 1).any() and (bags.y == 0).any())
 
         def polish(raw, deadline):
@@ -94,7 +95,9 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
                     r = swap_search(eng, raw, start_deadline)
                     if r is not None:
                         pts.append((r[1], r[2], time.perf_counter() - t0))
-            if o["kick_seconds"] > 0 and pts and time.perf_counter() < start_deadline:
+            # with worker processes the search begins now, and a worker runs this local search
+            # beside it (``first_kick`` of :meth:`MISVMBranchAndBound.solve`)
+            if o["kick_seconds"] > 0 and pts and not parallel and time.perf_counter() < start_deadline:
                 # every improvement is kept when it is found (its time, and Ctrl-C keeps it)
                 kick_search(eng, ranked()[0][2], min(start_deadline, time.perf_counter() + o["kick_seconds"]),
                             seed=o["seed"], kick=o["kick_size"],
@@ -104,12 +107,15 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         heur_s = time.perf_counter() - t0
         left = None if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - t0))
         ls = (lambda raw: polish(raw, math.inf)[1:]) if (o["restarts"] or o["anneal"]) else None
+        first_kick = 0.0
+        if not interrupted and parallel and o["kick_seconds"] > 0 and pts:
+            first_kick = max(0.0, min(o["kick_seconds"], start_deadline - time.perf_counter()))
         out = eng.solve(time_limit=left, mip_gap=mip_gap, node_limit=1 if interrupted else o["node_limit"],
                         incumbents=[(c, b) for c, b, _ in pts], incumbent_times=[f - heur_s for _, _, f in pts], primal_incumbents=list(starts), heuristic=ls,
                         swap=o["swap"], dive_every=o["dive_every"], heuristic_share=o["heuristic_share"],
                         kick_every=o["kick_every"], kick_size=o["kick_size"], seed=o["seed"],
                         verbose=verbose, log_every=o["log_every"], workers=o["workers"], batch=o["batch"], log=log,
-                        start_swap=bool(starts), scheduler=o["scheduler"])
+                        start_swap=bool(starts), scheduler=o["scheduler"], first_kick=first_kick)
     if out["w"] is None and out["coef"] is None:   # no start and no node evaluated
         out["coef"] = np.zeros(bags.n_instances)
         out["objective"], out["b"] = eng.phi_raw(np.zeros(bags.n_instances), 0.0)

@@ -184,7 +184,7 @@ class MISVMBranchAndBound(NodeEvaluation):
     def solve(self, time_limit=None, mip_gap=1e-4, abs_gap=1e-9, node_limit=None, incumbents=(), primal_incumbents=(),
               heuristic=None, swap=True, dive_every=0, heuristic_share=0.1, verbose=False, log_every=5.0,
               history_every=0.5, workers=1, batch=0, log=None, start_swap=False, kick_every=0, kick_size=3, seed=0,
-              incumbent_times=None, scheduler=None):
+              incumbent_times=None, scheduler=None, first_kick=0.0):
         """Run the branch and bound.
 
         Parameters
@@ -226,6 +226,10 @@ class MISVMBranchAndBound(NodeEvaluation):
             Processes evaluating open nodes in parallel (:mod:`.parallel`), nodes per round.
         scheduler : str, optional
             Evaluate the rounds on a dask.distributed cluster (``'local'`` or an address).
+        first_kick : float
+            With a pool: seconds of iterated local search from the best start, run in a worker
+            from the beginning of the search (the starts' last phase, overlapped with the
+            search instead of before it).
 
         Returns
         -------
@@ -368,12 +372,12 @@ class MISVMBranchAndBound(NodeEvaluation):
             stats["kick_gap"] = kick_every if found else 2 * stats["kick_gap"]
             stats["next_kick"] = stats["nodes"] + stats["kick_gap"]
 
-        def kick_round():
-            """One second of the iterated local search from the incumbent: in a worker while the
-            others evaluate nodes (parallel search), else here."""
+        def kick_round(length=1.0):
+            """``length`` seconds of the iterated local search from the incumbent: in a worker
+            while the others evaluate nodes (parallel search), else here."""
             stats["kicks"] += 1
             th = time.perf_counter()
-            seconds = min(1.0, deadline - th)
+            seconds = min(length, deadline - th)
             try:
                 start_raw = self.Kv(best["coef"]) if best["coef"] is not None else self.X @ best["w"]
                 if pool is not None:
@@ -410,6 +414,8 @@ class MISVMBranchAndBound(NodeEvaluation):
 
                 # connecting to a cluster counts against the time limit (dask waits 30 s at most)
                 pool = NodePool(self, workers, scheduler, timeout=min(30.0, deadline - time.perf_counter()))
+                if first_kick > 0 and best["value"] < math.inf:
+                    kick_round(first_kick)
             while queue:
                 if closes(queue.min_bound()):
                     break
