@@ -372,19 +372,21 @@ class MISVMBranchAndBound(NodeEvaluation):
             stats["kick_gap"] = kick_every if found else 2 * stats["kick_gap"]
             stats["next_kick"] = stats["nodes"] + stats["kick_gap"]
 
-        def kick_round(length=1.0):
+        def kick_round(length=1.0, first=False):
             """``length`` seconds of the iterated local search from the incumbent: in a worker
-            while the others evaluate nodes (parallel search), else here."""
+            while the others evaluate nodes (parallel search), else here.  ``first``: the
+            starts' own round, seeded as it is in a serial run."""
             stats["kicks"] += 1
             th = time.perf_counter()
             seconds = min(length, deadline - th)
+            round_seed = seed if first else seed + stats["kicks"]
             try:
                 start_raw = self.Kv(best["coef"]) if best["coef"] is not None else self.X @ best["w"]
                 if pool is not None:
-                    pending[0] = pool.kick(start_raw, seconds, seed + stats["kicks"], kick_size)
+                    pending[0] = pool.kick(start_raw, seconds, round_seed, kick_size)
                     heur["time"] += seconds
                     return
-                kick_done(kick_search(self, start_raw, th + seconds, seed=seed + stats["kicks"], kick=kick_size))
+                kick_done(kick_search(self, start_raw, th + seconds, seed=round_seed, kick=kick_size))
             except KeyboardInterrupt:
                 raise
             except Exception:  # noqa: BLE001 - a failed local search never stops the proof
@@ -415,7 +417,7 @@ class MISVMBranchAndBound(NodeEvaluation):
                 # connecting to a cluster counts against the time limit (dask waits 30 s at most)
                 pool = NodePool(self, workers, scheduler, timeout=min(30.0, deadline - time.perf_counter()))
                 if first_kick > 0 and best["value"] < math.inf:
-                    kick_round(first_kick)
+                    kick_round(first_kick, first=True)
             while queue:
                 if closes(queue.min_bound()):
                     break
