@@ -7,9 +7,9 @@ incumbents, closing, children.  Periodic dives (the alternation from a node's re
 scores) run in the workers with the node; the periodic rounds of the iterated local search run
 in a worker while the others evaluate nodes (their result is offered when it is ready); the
 witness-swap search from a new incumbent runs in the master.  Nothing in the proof changes:
-every node's bound is computed exactly as in the serial search; the incumbent a worker uses to decide closing is the one at
-the start of the round (possibly larger than the current one), which closes fewer nodes,
-never a wrong one.  The global lower bound is still the minimum over open and closed nodes.
+every node's bound is computed exactly as in the serial search; the incumbent a worker uses to
+decide closing is the one at the start of the round (possibly larger than the current one),
+which closes fewer nodes, never a wrong one.  The global lower bound is still the minimum over open and closed nodes.
 A batch may evaluate nodes that the serial search would have pruned after a better incumbent,
 so node counts differ from the serial run.
 
