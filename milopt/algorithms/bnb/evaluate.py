@@ -1,6 +1,7 @@
 r"""Node evaluation of the MI-SVM branch and bound: the node QP, its bound and the branching.
 
-A node's relaxation is the SVM of its effective set, solved in the dual (the dense
+A node's relaxation is the SVM of its effective set, solved in the dual (the active-set method
+warm-started from the parent's multipliers; at the root and where it fails, the dense
 interior-point method or the warm-started coordinate descent); its bound is the dual objective
 of the multipliers reached (weak duality), lifted by the look-ahead of :mod:`.bounds` (pair
 steps, projected Newton steps, and for the children of the branching bag the two-level joint
@@ -84,12 +85,11 @@ class NodeEvaluation:
         that the default accuracy cannot close)."""
         from milopt.algorithms.svm_ipm import _ipm, _ipm_lowrank
 
-        idx = np.flatnonzero(active)
+        idx, gi, ginv = self._effective_groups(active)
         alpha = np.zeros(self.n)
-        if not ((self.y[idx] > 0).any() and (self.y[idx] < 0).any()):
+        if gi is None:
             # one class only: Σ y α = 0 leaves α = 0 as the only dual feasible point (w = 0)
             return alpha, self.y.copy(), 0, None
-        gi, ginv = np.unique(self.bag_of[idx], return_inverse=True)
         if self.lowrank:
             r = _ipm_lowrank(self.X[idx], self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
         else:
@@ -101,6 +101,17 @@ class NodeEvaluation:
         F = self.y - self.Kv(self.y * alpha)
         return alpha, F, int(r["iterations"]), (None if self.lowrank or not r["converged"] else r.get("newton"))
 
+    def _effective_groups(self, active):
+        """(rows, bags, group of each row) of the effective set ``active``, the bags' ids
+        numbered 0..G-1 as the node QPs take them; bags and groups are None when the set holds
+        one class only."""
+        idx = np.flatnonzero(active)
+        yE = self.y[idx]
+        if not ((yE > 0).any() and (yE < 0).any()):
+            return idx, None, None
+        gi, ginv = np.unique(self.bag_of[idx], return_inverse=True)
+        return idx, gi, ginv
+
     def _solve_node_active_set(self, alpha0, active):
         """Node QP on the effective set by the primal-dual active-set method warm-started from
         ``alpha0`` (the parent's multipliers), or None when it does not converge (the caller
@@ -108,11 +119,10 @@ class NodeEvaluation:
         solver is returned (the look-ahead builds its matrix on the free multipliers)."""
         from milopt.algorithms.svm_active_set import solve_group_dual_active_set
 
-        idx = np.flatnonzero(active)
-        yE = self.y[idx]
-        if not ((yE > 0).any() and (yE < 0).any()):
+        idx, gi, ginv = self._effective_groups(active)
+        if gi is None:
             return None
-        gi, ginv = np.unique(self.bag_of[idx], return_inverse=True)
+        yE = self.y[idx]
         try:
             with np.errstate(all="ignore"):
                 if self.kernel or (self.dense and idx.size <= IPM_MAX):

@@ -9,17 +9,17 @@ in a worker while the others evaluate nodes (their result is offered when it is 
 witness-swap search from a new incumbent runs in the master.  Nothing in the proof changes:
 every node's bound is computed exactly as in the serial search; the incumbent a worker uses to
 decide closing is the one at the start of the round (possibly larger than the current one),
-which closes fewer nodes, never a wrong one.  The global lower bound is still the minimum over open and closed nodes.
-A batch may evaluate nodes that the serial search would have pruned after a better incumbent,
-so node counts differ from the serial run.
+which closes fewer nodes, never a wrong one.  The global lower bound is still the minimum over
+open and closed nodes.  A batch may evaluate nodes that the serial search would have pruned
+after a better incumbent, so node counts differ from the serial run.
 
 With ``scheduler`` (option ``scheduler``) the same batches go to a ``dask.distributed``
 cluster instead (:class:`DaskNodePool`): ``local`` starts a ``LocalCluster`` of ``workers``
 single-threaded processes on this machine for the search; any other value is the address of a
 running scheduler (``tcp://host:8786``).  The engine is sent once to every worker
 (``Client.scatter(..., broadcast=True)``), a round is cut into one contiguous chunk of nodes per
-worker thread (one task each), and the results come back in the order of the batch, so the master books them exactly as with forked processes: the proof
-is the same.  The deadline travels as the seconds left (monotonic clocks of other machines
+worker thread (one task each), and the results come back in the order of the batch, so the
+master books them exactly as with forked processes: the proof is the same.  The deadline travels as the seconds left (monotonic clocks of other machines
 differ), and a worker thread evaluates on its own copy of the engine's mutable solver state
 (the large kernel matrix and features are shared, read only).  Workers of a cluster started
 elsewhere should run without ``MALLOC_TRIM_THRESHOLD_`` (see :func:`local_cluster`).
