@@ -5,7 +5,7 @@ For each formulation (default: misvm-bigm and batchsvm-lp when its module exists
 (6,598 instances x 166 features, features standardised):
 
 * ``milopt``: ``models.get(name).build(bags)`` then ``milopt.solvers.export(model, f.mps)``
-  (matrix extraction + highspy writer), timed together, from the loaded Bags to the file;
+  (matrix extraction + milopt's own .mps writer), timed together, from the loaded Bags to the file;
 * ``direct``: the same problem held as numpy/scipy.sparse arrays (copies taken from the
   extracted matrix form, so it is exactly the same problem) passed to ``highspy`` with
   ``passModel`` and written with ``writeModel`` -- the time of the matrix construction itself
@@ -73,7 +73,7 @@ def _direct_write(arrays: dict, path: str) -> tuple:
 def measure(name: str, bags, repeat: int, params: dict, label: str | None = None) -> dict:
     from milopt import models
     from milopt.solvers.exporter import export
-from milopt.solvers.extract import extract
+    from milopt.solvers.extract import extract
 
     mod = models.get(name)
     tmp = tempfile.mkdtemp(prefix="milopt_bench_")
