@@ -53,13 +53,18 @@ myst_dmath_double_inline = True
 myst_heading_anchors = 3
 
 # -- API reference (autodoc / autosummary / napoleon) ------------------------------------------
+# What is public is defined once, in _ext/milopt_api.py; docs/api/*.rst list those names.
+import milopt_api  # noqa: E402
+
 autosummary_generate = True
 autosummary_imported_members = True
+autosummary_ignore_module_all = False
+autosummary_context = {"reexported": milopt_api.reexported_classes()}
 autodoc_default_options = {"members": True, "show-inheritance": True, "member-order": "bysource"}
 autodoc_typehints = "description"
 autodoc_typehints_format = "short"
 autodoc_member_order = "bysource"
-autodoc_mock_imports = ["cplex", "gurobipy", "xpress", "dask", "distributed"]
+autodoc_mock_imports = ["cplex", "gurobipy", "xpress"]
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 napoleon_use_rtype = False

@@ -8,8 +8,8 @@
 
 ``milopt-catalogue``
     Every registered formulation, method, solver backend and data generator, each with its
-    one-line description and (formulations, methods, generators) its parameters: the content
-    of ``milopt list --json``.
+    one-line description and its parameters (formulations, methods, generators, and solvers
+    that declare their options): the content of ``milopt list --json``.
 
 Both are usable from MyST Markdown as fenced directives::
 
@@ -19,6 +19,7 @@ Both are usable from MyST Markdown as fenced directives::
 from __future__ import annotations
 
 import inspect
+import re
 
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -80,8 +81,13 @@ def params_summary(name: str) -> tuple[str, str, dict]:
     if name in meths:
         m = meths[name]
         return "method", m.doc, m.params.summary()
-    raise KeyError(f"milopt-params: {name!r} is neither a registered formulation nor a method; "
-                   f"`milopt list` shows them all")
+    from milopt.solvers import backends
+
+    back = backends()
+    if name in back and getattr(back[name], "params", None):
+        return "solver", back[name].description, back[name].params.summary()
+    raise KeyError(f"milopt-params: {name!r} is neither a registered formulation, a method nor a solver with "
+                   f"declared options; `milopt list` shows them all")
 
 
 def params_table(summary: dict) -> nodes.table:
@@ -101,7 +107,8 @@ def generator_params(func) -> dict:
 
 
 class MiloptParams(SphinxDirective):
-    """``milopt-params NAME``: the parameter table of a formulation or method."""
+    """``milopt-params NAME``: the parameter table of a formulation, a method or a solver
+    that declares its options (``bnb``)."""
 
     required_arguments = 1
     has_content = False
@@ -117,9 +124,10 @@ class MiloptParams(SphinxDirective):
         intro += nodes.literal(name, name)
         intro += nodes.Text(" (set with ")
         intro += nodes.literal("--set key=value", "--set key=value")
-        intro += nodes.Text("; the same table as ")
-        cmd = f"milopt list {name}"
-        intro += nodes.literal(cmd, cmd)
+        if kind != "solver":
+            intro += nodes.Text("; the same table as ")
+            cmd = f"milopt list {name}"
+            intro += nodes.literal(cmd, cmd)
         intro += nodes.Text("):")
         if not summary:
             return [intro, nodes.paragraph(text="(no parameters)")]
@@ -171,9 +179,15 @@ class MiloptCatalogue(SphinxDirective):
             out.append(sec)
         if "solvers" in wanted:
             sec = self._section("Solvers", "solvers")
+            back = {n: b for n, b in sorted(backends().items()) if b.name == n}  # aliases once, under the name
             rows = [[(n, True), (", ".join(sorted(b.classes)), False), (b.description or "", False)]
-                    for n, b in sorted(backends().items())]
+                    for n, b in back.items()]
             sec += _table(["solver", "problem classes", "description"], rows, [15, 30, 55])
+            for n, b in back.items():
+                if getattr(b, "params", None):
+                    e = self._entry(n, f"options of --solver {n} (set with --set key=value)", "solver")
+                    e += params_table(b.params.summary())
+                    sec += e
             out.append(sec)
         if "generators" in wanted:
             sec = self._section("Generators", "generators")
@@ -187,7 +201,16 @@ class MiloptCatalogue(SphinxDirective):
         return out
 
 
+def skip_foreign_member(app, what, name, obj, skip, options):
+    """Leave out of a class's page the methods scikit-learn generates on every estimator
+    (``set_fit_request``, ...): they are scikit-learn's, documented there."""
+    if what == "class" and re.fullmatch(r"set_\w+_request", name):
+        return True
+    return None
+
+
 def setup(app):
+    app.connect("autodoc-skip-member", skip_foreign_member)
     app.add_directive("milopt-params", MiloptParams)
     app.add_directive("milopt-catalogue", MiloptCatalogue)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
