@@ -53,7 +53,7 @@ def _worker(q, data, formulation, params, solver, time_limit):
         t0 = time.perf_counter()
         m = models.get(formulation).build(bags, C=1.0, **params)
         build = time.perf_counter() - t0
-        size = model_size(m, exact=False) if getattr(m, "_milopt_features", ()) else model_size(m)
+        size = model_size(m)
         c0 = time.process_time()
         r = solve(m, solver, time_limit=time_limit, threads=1)
         cpu = time.process_time() - c0
