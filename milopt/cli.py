@@ -360,6 +360,12 @@ def cmd_solve(args) -> int:
     lines += [f"  {k}: {_fmt(res.get(k))}" for k in keys]
     lines += _proof_line(res)
     emit(res, args.json, "\n".join(lines))
+    if res.get("termination") == "interrupted":  # the result so far is printed; the status says why it ended
+        from milopt.processes import exit_status
+
+        print(f"milopt: interrupted; the result above is the best found when the {res.get('solver')} solve "
+              "stopped", file=sys.stderr)
+        return exit_status()
     if res.get("termination") in ("error", "unknown"):
         extra = res.get("extra") or {}
         why = extra.get("error") or extra.get("ipopt_message") or extra.get("scip_status") or "no detail"
@@ -627,13 +633,20 @@ def main(argv=None) -> int:
     args = parser.parse_args(plugins_first(argv))
     try:
         with json_stdout(bool(getattr(args, "json", False))):
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+        from milopt.processes import exit_status, received
+
+        # a signal arrived and the command stopped with what it had (printed): 128 + n, not 0
+        return exit_status() if received() is not None else code
     except MiloptError as exc:
         print(f"milopt: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("milopt: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        from milopt.processes import exit_status, received, signal_name
+
+        n = getattr(exc, "signum", None) or received()
+        print(f"milopt: interrupted{f' by {signal_name(n)}' if n else ''}", file=sys.stderr)
+        return exit_status(n)
     except BrokenPipeError:  # output piped into a command that stopped reading (e.g. `| head`)
         import os
 
@@ -679,13 +692,25 @@ FAST_EXIT_COMMANDS = frozenset({"fit", "solve", "export", "info", "datasets", "l
 
 def run() -> None:  # pragma: no cover - the console-script entry point (exits the process)
     """``milopt`` console script: :func:`main`, then exit (skipping the teardown for the
-    commands in :data:`FAST_EXIT_COMMANDS`)."""
+    commands in :data:`FAST_EXIT_COMMANDS`).
+
+    SIGINT, SIGTERM and SIGHUP end the command the same way (:mod:`milopt.processes`): the
+    result so far is printed, every process the command started is ended, and the exit status
+    is 128 + the signal's number."""
+    import os
+
+    from milopt import processes
+
+    processes.install()
     argv = sys.argv[1:]
-    code = main(argv)
+    try:
+        code = main(argv)
+    except KeyboardInterrupt as exc:  # a signal outside main's own handling (start-up, plugins)
+        code = processes.exit_status(getattr(exc, "signum", None))
+    processes.ending()
+    processes.end_descendants()  # nothing the command started outlives it
     command = next((a for a in argv if not a.startswith("-")), None)
     if command in FAST_EXIT_COMMANDS:
-        import os
-
         try:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -32,6 +32,20 @@ class LicenceLimitError(UnsupportedProblemError):
     """The instance exceeds the installed solver licence's size limit (a free edition)."""
 
 
+class OutputFileError(MiloptError, OSError):
+    """A file could not be written: the message names the target path and the reason
+    (``cannot write model.mps: No space left on device``); ``errno`` and ``filename`` are those
+    of the failing system call's target."""
+
+    def __init__(self, path, exc: OSError):
+        reason = exc.strerror or str(exc)
+        super().__init__(f"cannot write {path}: {reason}")
+        self.errno, self.strerror, self.filename = exc.errno, reason, str(path)
+
+    def __str__(self):
+        return self.args[0]
+
+
 class NoSolutionError(MiloptError):
     """A solve ended without a usable solution and the caller asked for one."""
 

@@ -98,6 +98,12 @@ def _fit_eval(spec, params, seed, Btr: Bags, Bte: Bags | None, scale: bool) -> d
         _warnings.simplefilter("always", DegenerateModelWarning)
         est.fit(Btr)
     fit_s = time.perf_counter() - t0
+    if str((getattr(est, "fit_info_", None) or {}).get("termination")) == "interrupted":
+        # the solver stopped on Ctrl-C / SIGTERM and returned its best point: the fit is not
+        # finished, and an interrupted fit never counts (the command stops here)
+        from milopt.processes import Interrupted, received
+
+        raise Interrupted(received()) if received() is not None else KeyboardInterrupt("fit interrupted")
     for w in caught:  # the degenerate-model finding is reported below; other warnings pass on
         if not issubclass(w.category, DegenerateModelWarning):
             _warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

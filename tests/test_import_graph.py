@@ -32,7 +32,7 @@ PACKAGES = ((ROOT / "milopt", "milopt"), (ROOT / "models", "milopt.models"))
 
 #: (layer, module prefixes), lowest first; the longest matching prefix places a module
 LAYERS = (
-    ("foundation", ("milopt.errors", "milopt.jsonutil", "milopt._startup")),
+    ("foundation", ("milopt.errors", "milopt.jsonutil", "milopt._startup", "milopt.processes")),
     ("declarations and results", ("milopt.params", "milopt.plugins", "milopt.matrix", "milopt.solvers.result")),
     ("data and numerical kernels", ("milopt.segments", "milopt.data", "milopt.features", "milopt.io",
                                     "milopt.algorithms.svm_dcd", "milopt.algorithms.svm_ipm",

@@ -55,9 +55,15 @@ _LIVE: set = set()
 _LIVE_LOCK = threading.Lock()
 
 
+#: set when the bench is stopping: no run starts any more, one that was starting is killed
+_STOPPING = threading.Event()
+
+
 def kill_running() -> int:
-    """Kill the process group of every run in flight (an interrupted bench); returns how many."""
+    """Kill the process group of every run in flight (an interrupted bench) and start no other;
+    returns how many were killed."""
     with _LIVE_LOCK:
+        _STOPPING.set()
         pids = list(_LIVE)
     for pid in pids:
         _kill_group(pid)
@@ -105,6 +111,19 @@ def _kill_group(pid: int) -> None:
                 pass
 
 
+def _register(pid: int) -> None:
+    """A run's process is in flight (killed at once if the bench stopped while it started)."""
+    with _LIVE_LOCK:
+        _LIVE.add(pid)
+        if _STOPPING.is_set():
+            _kill_group(pid)
+
+
+def _not_stopping() -> None:
+    if _STOPPING.is_set():
+        raise RuntimeError("the bench is stopping; run not started")
+
+
 def _tail(path: str, n: int = 1500) -> str:
     try:
         with open(path, "rb") as fh:
@@ -139,9 +158,9 @@ def _run_isolated(task: dict) -> dict:
             from milopt.bench.worker import child_main
 
             p = _forkserver().Process(target=child_main, args=(task, result_path, log_path), daemon=False)
+            _not_stopping()
             p.start()
-            with _LIVE_LOCK:
-                _LIVE.add(p.pid)
+            _register(p.pid)
             try:
                 p.join(limit)
                 if p.is_alive():
@@ -161,11 +180,11 @@ def _run_isolated(task: dict) -> dict:
                 json.dump(task, fh)
             env = dict(os.environ, MILOPT_BENCH_PARENT=str(os.getpid()))
             with open(log_path, "ab") as log:
+                _not_stopping()
                 proc = subprocess.Popen([sys.executable, "-m", "milopt.bench.worker", task_path, result_path],
                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                         start_new_session=True, env=env)
-                with _LIVE_LOCK:
-                    _LIVE.add(proc.pid)
+                _register(proc.pid)
                 try:
                     proc.wait(limit)
                 except subprocess.TimeoutExpired:
@@ -289,6 +308,7 @@ def iter_local(tasks: list[dict], jobs: int = 1):
     """Yield rows as runs finish, ``jobs`` at a time (joblib threads; each waits on its process)."""
     if not tasks:
         return
+    _STOPPING.clear()
     if jobs == 1 or len(tasks) == 1:
         for t in tasks:
             yield run_isolated(t)
@@ -308,6 +328,7 @@ def iter_dask(tasks: list[dict], scheduler):
         from milopt.errors import SolverUnavailableError
 
         raise SolverUnavailableError("--scheduler needs dask.distributed: pip install 'milopt[dask]'") from None
+    _STOPPING.clear()
     own = not isinstance(scheduler, Client)
     client = Client(scheduler) if own else scheduler
     try:

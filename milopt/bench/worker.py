@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import traceback
 
@@ -131,16 +130,9 @@ def solve_verified(spec: dict, *, time_limit=None, gap=None, params=None, seed=0
 
 
 def _die_with_parent(expected_ppid: int) -> None:
-    try:
-        import ctypes
+    from milopt.processes import child_init
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except Exception:  # pragma: no cover - non-Linux
-        pass
-    if os.getppid() != expected_ppid:  # the parent died before prctl took effect
-        os._exit(70)
+    child_init(expected_ppid)
 
 
 def _redirect_output(log_path: str) -> None:

@@ -122,6 +122,48 @@ def _bag_ids(col, where: str) -> np.ndarray:
     return ids
 
 
+class SplitBagWarning(UserWarning):
+    """A bag's rows come in separate blocks of a DataFrame (they are gathered into one bag)."""
+
+
+def check_bag_blocks(ids, where: str, *, warn: bool = False) -> None:
+    """Refuse a bag id whose rows form separate blocks (``warn``: warn instead).
+
+    A MIL file lists each bag's instances on consecutive rows; the same id on two separate
+    blocks of rows is almost always two bags given one id by mistake (or a file concatenated
+    from two sources), which would silently be merged into one bag.  The message names the bag
+    and the first two blocks (rows counted from 1, as in the other messages about rows)."""
+    ids = np.asarray(ids)
+    n = ids.shape[0]
+    if n < 3:
+        return
+    change = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+    starts = np.concatenate(([0], change))
+    if starts.size < 3:
+        return
+    _, first, inv = np.unique(ids[starts], return_index=True, return_inverse=True)
+    again = np.flatnonzero(first[inv.ravel()] != np.arange(starts.size))
+    if not again.size:
+        return
+    k = int(again[0])
+    j = int(first[inv.ravel()[k]])
+    ends = np.concatenate((starts[1:], [n]))
+
+    def rows(b):
+        a, e = int(starts[b]) + 1, int(ends[b])
+        return f"row {a}" if a == e else f"rows {a}-{e}"
+
+    msg = (f"{where}: bag {_plain(ids[starts[k]])!r} is split over separate blocks of rows ({rows(j)} and {rows(k)}, "
+           "other bags between)")
+    if warn:
+        import warnings
+
+        warnings.warn(msg + "; its rows are gathered into one bag", SplitBagWarning, stacklevel=3)
+        return
+    raise InvalidDataError(msg + "; a bag's rows must be consecutive: give the two blocks different bag ids if they "
+                           "are different bags, or sort the rows by bag id if they are one")
+
+
 def frame_to_bags(df, *, name: str = "bags", coords: int = 0, where: str = "frame", named: bool = True,
                   header_hint: bool = False) -> Bags:
     """A long table (one row per instance) as :class:`Bags`.
@@ -190,6 +232,8 @@ def frame_to_bags(df, *, name: str = "bags", coords: int = 0, where: str = "fram
     if pd.isna(lab).any():
         raise InvalidDataError(f"{where}: row {int(np.flatnonzero(pd.isna(lab))[0]) + 1} has no bag label")
     ids = _bag_ids(bag_col, where)
+    # files list a bag on consecutive rows; a DataFrame may be in any order (documented: warned)
+    check_bag_blocks(ids, where, warn=where == "DataFrame")
     return Bags.from_instances(F, ids, normalise_labels(lab, f"{where}: label column"), coords=C, instance_y=iy,
                                name=name)
 
@@ -269,6 +313,7 @@ def _read_shipped(path, *, name: str, coords: int = 0) -> Bags:
         lab = lab.astype(np.int64)
     if np.all(ids == np.round(ids)):
         ids = ids.astype(np.int64)
+    check_bag_blocks(ids, str(path))
     F = D[:, 2 + coords:]
     C = D[:, 2:2 + coords] if coords else None
     return Bags.from_instances(np.ascontiguousarray(F), ids, normalise_labels(lab, f"{path}: label column"),

@@ -19,13 +19,18 @@ built-in ones, imported when first used).  A plugin adds one with :func:`registe
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import gzip
 import io
 import os
+import stat
 import tempfile
+import time
 from pathlib import Path
 
-from milopt.errors import InvalidParameterError
+from milopt.errors import InvalidParameterError, OutputFileError
+from milopt.processes import signals_blocked, temporary_file
 
 __all__ = ["write", "write_mps", "write_lp", "FORMATS", "register_format", "format_of"]
 
@@ -82,9 +87,144 @@ def _gzip(chunks, raw) -> None:
             gz.write(ch)
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (``/proc``)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)   # elsewhere: the classic read (set and restore)
+    os.umask(old)
+    return old
+
+
+def _tmpfile_supported(folder: Path) -> bool:
+    return hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd")
+
+
+def _open_unnamed(folder: Path):
+    """An unnamed file in ``folder`` (Linux ``O_TMPFILE``; created with ``0o666 & ~umask``, as
+    ``open()`` would): nothing to remove if the process is killed, even by SIGKILL.  None where
+    the file system does not support it."""
+    if not _tmpfile_supported(folder):
+        return None
+    try:
+        return os.open(str(folder), os.O_TMPFILE | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+            return None
+        raise
+
+
+def _publish_unnamed(fd: int, path: Path) -> None:
+    """Give the unnamed file ``fd`` the name ``path``, replacing any file there atomically."""
+    src = f"/proc/self/fd/{fd}"
+    # linkat(AT_SYMLINK_FOLLOW) (os.link calls plain link() unless a directory fd is given)
+    dfd = os.open(str(path.parent), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        with signals_blocked():
+            try:   # a new name: atomic, no temporary name at all
+                os.link(src, path.name, dst_dir_fd=dfd, follow_symlinks=True)
+                return
+            except FileExistsError:
+                pass
+            tmp = f".milopt-{os.getpid()}-{fd}-{time.monotonic_ns()}.tmp"
+            os.link(src, tmp, dst_dir_fd=dfd, follow_symlinks=True)  # named for microseconds, signals held back
+            try:
+                os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=dfd)
+                raise
+    finally:
+        os.close(dfd)
+
+
+def _publish_copy(fd: int, path: Path) -> None:
+    """Copy the unnamed file ``fd`` to a named temporary file (removed on error and on signals),
+    then rename it over ``path``."""
+    tfd, tmp = tempfile.mkstemp(prefix=".milopt-", suffix=".tmp", dir=str(path.parent))
+    with temporary_file(tmp):
+        try:
+            os.fchmod(tfd, stat.S_IMODE(os.fstat(fd).st_mode))
+            offset = 0
+            while True:
+                block = os.pread(fd, 1 << 20, offset)
+                if not block:
+                    break
+                os.write(tfd, block)
+                offset += len(block)
+            os.close(tfd)
+            tfd = None
+            os.replace(tmp, path)
+        except BaseException:
+            if tfd is not None:
+                os.close(tfd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def _emit_path(chunks, path: Path, compress: bool) -> int:
+    """Write ``chunks`` to ``path`` atomically.
+
+    The bytes go to an unnamed file in the target's folder (``O_TMPFILE``) that is linked in
+    place only when complete, so that no signal (not even SIGKILL) leaves a partial file or a
+    temporary one behind; where the file system has no unnamed files, to a named temporary file
+    that is removed on every error, on Ctrl-C, SIGTERM and SIGHUP (:mod:`milopt.processes`), then
+    renamed over the target.  The file gets the mode ``open()`` would give it: a new file
+    ``0o666`` less the umask, a replaced file keeps its permission bits.  Every failure is an
+    :class:`~milopt.errors.OutputFileError` naming ``path``."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise OutputFileError(path, exc) from None
+    tmp = None
+    try:
+        fd = _open_unnamed(path.parent)
+        if fd is None:
+            fd, tmp = tempfile.mkstemp(prefix=".milopt-", suffix=".tmp", dir=str(path.parent) or ".")
+    except OSError as exc:
+        raise OutputFileError(path, exc) from None
+    with contextlib.ExitStack() as stack:
+        if tmp is not None:
+            stack.enter_context(temporary_file(tmp))
+        try:
+            with os.fdopen(fd, "wb", closefd=False) as fh:
+                if compress:
+                    _gzip(chunks, fh)
+                else:
+                    fh.writelines(chunks)
+            if mode is not None or tmp is not None:
+                os.fchmod(fd, mode if mode is not None else 0o666 & ~_umask())
+            if tmp is None:
+                try:
+                    _publish_unnamed(fd, path)
+                except OSError as exc:  # no linking from /proc here: copy into a named temporary file
+                    if exc.errno not in (errno.EXDEV, errno.EPERM, errno.ENOENT, errno.EOPNOTSUPP):
+                        raise
+                    _publish_copy(fd, path)
+            else:
+                os.replace(tmp, path)
+                tmp = None
+        except OSError as exc:
+            raise OutputFileError(path, exc) from None
+        finally:
+            os.close(fd)
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+    return path.stat().st_size
+
+
 def _emit(chunks, dest, compress: bool | None) -> int:
-    """Write ``chunks`` to a path (atomically: a temporary file renamed into place) or to a file
-    object; return the number of bytes written."""
+    """Write ``chunks`` to a path (atomically, :func:`_emit_path`) or to a file object; return
+    the number of bytes written."""
     if isinstance(dest, (str, os.PathLike)):
         path = Path(dest)
         if not path.parent.is_dir():
@@ -92,21 +232,7 @@ def _emit(chunks, dest, compress: bool | None) -> int:
                                         "create it first")
         if compress is None:
             compress = str(path).lower().endswith(".gz")
-        fd, tmp = tempfile.mkstemp(prefix=".milopt-", suffix=".tmp", dir=str(path.parent) or ".")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                if compress:
-                    _gzip(chunks, fh)
-                else:
-                    fh.writelines(chunks)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        return path.stat().st_size
+        return _emit_path(chunks, path, compress)
     # a file object: binary unless it is a text stream
     if isinstance(dest, io.TextIOBase):
         if compress:

@@ -13,7 +13,14 @@ an *isolated* backend's ``solve_matrix`` runs in a forked child:
   ``time_limit`` with the last incumbent received (status feasible) or none;
 * a child that dies (a signal, an abort) gives ``error`` with the signal and the last lines the
   solver wrote;
-* Ctrl-C in the parent kills the child and is re-raised.
+* a signal that ends the parent (Ctrl-C, SIGTERM, SIGHUP: a :class:`KeyboardInterrupt`, see
+  :mod:`milopt.processes`) is passed on to the child as SIGINT, on which the solver stops by
+  itself (SCIP catches it); the parent waits at most :data:`STOP_SECONDS` for the child's result
+  (termination ``interrupted`` with the solver's best solution and bound), else takes the last
+  incumbent received; the child is killed either way, and without any solution the interrupt
+  is re-raised;
+* the child dies with the parent (:func:`milopt.processes.child_init`): a parent killed even by
+  SIGKILL leaves no solver running.
 
 The solver's own output (stdout and stderr of the child) goes to a temporary file unless
 ``verbose``; its tail is kept in the result's log when the child fails.
@@ -33,6 +40,8 @@ from milopt.solvers.result import Termination
 #: what glibc prints when it finds the heap corrupted (the process then aborts or dead-locks)
 _HEAP_FAULT = re.compile(r"(munmap_chunk\(\)|free\(\)|malloc\(\)|double free|corrupted size)[^\n]*")
 
+#: seconds the child has, after the parent is interrupted, to stop and send its result
+STOP_SECONDS = 3.0
 #: seconds granted past the time limit for a solver to stop by itself before it is killed
 GRACE_SECONDS = 5.0
 #: and as a fraction of the time limit (whichever is larger)
@@ -67,9 +76,14 @@ def _fork_available() -> bool:
     return "fork" in mp.get_all_start_methods()
 
 
-def _child(backend, mf, opts, conn, logpath, verbose):
+def _child(backend, mf, opts, conn, logpath, verbose, parent):
+    from milopt.processes import child_init
+
+    child_init(parent)  # dies with the parent
     # own output: to the log file unless verbose (then to the parent's stderr)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides about Ctrl-C
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides about Ctrl-C (the solver may catch it)
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
     import faulthandler
 
     faulthandler.disable()  # a crash in native code is reported by the parent, from the exit signal
@@ -116,8 +130,9 @@ def _run_child(backend, mf, opts: SolveOptions, deadline: float | None) -> RawRe
     hard = None if deadline is None else deadline + grace(opts.time_limit)
     last = None  # (t, obj, x) of the last incumbent received
     trajectory = []
-    proc = ctx.Process(target=_child, args=(backend, mf.without_variables(), opts, send, logpath, bool(opts.verbose)),
-                       daemon=True)
+    proc = ctx.Process(target=_child, args=(backend, mf.without_variables(), opts, send, logpath, bool(opts.verbose),
+                                            os.getpid()), daemon=True)
+    interrupt = None
     try:
         proc.start()
         send.close()
@@ -141,14 +156,16 @@ def _run_child(backend, mf, opts: SolveOptions, deadline: float | None) -> RawRe
                 outcome = ("died",)
             elif hard is not None and time.perf_counter() >= hard:
                 outcome = ("killed",)
-    except KeyboardInterrupt:
-        _kill(proc)
-        raise
+    except KeyboardInterrupt as exc:
+        interrupt = exc
+        outcome, last = _stop_child(proc, recv, last, trajectory)
     finally:
         if proc.is_alive():
             _kill(proc)
         recv.close()
     try:
+        if interrupt is not None:
+            return _interrupted(outcome, last, trajectory, interrupt, backend.name)
         if outcome[0] == "result":
             raw = outcome[1]
             if not raw.trajectory:
@@ -182,6 +199,49 @@ def _run_child(backend, mf, opts: SolveOptions, deadline: float | None) -> RawRe
             os.unlink(logpath)
         except OSError:
             pass
+
+
+def _stop_child(proc, recv, last, trajectory):
+    """After an interrupt of the parent: SIGINT to the child (the solver stops itself), then at
+    most :data:`STOP_SECONDS` for its result; the incumbents that arrive meanwhile are kept.
+    Returns (outcome or None, last incumbent).  A second interrupt stops the wait."""
+    try:
+        if proc.is_alive():
+            os.kill(proc.pid, signal.SIGINT)
+        t_end = time.perf_counter() + STOP_SECONDS
+        while time.perf_counter() < t_end:
+            if not recv.poll(max(0.0, min(0.2, t_end - time.perf_counter()))):
+                if not proc.is_alive() and not recv.poll(0):
+                    break
+                continue
+            try:
+                msg = recv.recv()
+            except (EOFError, OSError):
+                break
+            if msg[0] == "incumbent":
+                last = msg[1:]
+                trajectory.append((msg[1], msg[2]))
+            else:
+                return msg, last
+    except (KeyboardInterrupt, OSError):
+        pass
+    return None, last
+
+
+def _interrupted(outcome, last, trajectory, exc, name) -> RawResult:
+    """The result of an interrupted isolated solve: the solver's own (it stopped on SIGINT),
+    else the last incumbent received; no solution at all re-raises the interrupt."""
+    if outcome is not None and outcome[0] == "result" and outcome[1].x is not None:
+        raw = outcome[1]
+        raw.termination = Termination.INTERRUPTED
+        if not raw.trajectory:
+            raw.trajectory = trajectory
+        return raw
+    if last is None:
+        raise exc
+    msg = f"{name} was interrupted; the solution is the last incumbent it reported"
+    return RawResult(termination=Termination.INTERRUPTED, x=last[2], objective=last[1], trajectory=trajectory,
+                     extra={"message": msg})
 
 
 def _kill(proc) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import math
 import multiprocessing as mp
+import os
 import signal
 import threading
 import time
@@ -36,8 +37,13 @@ import time
 _ENGINE = None
 
 
-def _init():
+def _init(parent=None):
+    from milopt.processes import child_init
+
+    child_init(parent)                               # a worker dies with the master (even a SIGKILLed one)
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the master's to handle
+    for s in (signal.SIGTERM, signal.SIGHUP):        # SIGTERM / SIGHUP end a worker at once, silently
+        signal.signal(s, signal.SIG_DFL)
     try:
         from threadpoolctl import threadpool_limits
 
@@ -92,7 +98,7 @@ class ForkNodePool:
         global _ENGINE
         _ENGINE = engine
         ctx = mp.get_context("fork")
-        self.pool = ctx.Pool(int(workers), initializer=_init)
+        self.pool = ctx.Pool(int(workers), initializer=_init, initargs=(os.getpid(),))
 
     def evaluate(self, nodes, incumbent, eps, deadline, dives=None):
         """Results of :meth:`MISVMBranchAndBound.evaluate` for ``nodes``, in order."""
