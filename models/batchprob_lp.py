@@ -34,6 +34,12 @@ eigenvalues in :math:`[0, 1)`.  :math:`\sigma` must be positive (σ → 0 gives 
 of R).  This is the continuous limit of singular R: duplicate coordinates simply average their
 candidates' values.
 
+**Written to a grid.** LAPACK's eigen-decomposition differs in its last bits between library
+versions, so the LP uses :math:`V^j` rounded to a multiple of :math:`2^{-24}` (entries in
+:math:`[0, 1)`; absolute change below :math:`3\cdot 10^{-8}`): the model's numbers, and the bytes
+of its ``.mps``, are then the same with every numpy / SciPy / LAPACK in the supported ranges
+(:func:`posterior_operator` itself returns the unrounded operator).
+
 Labels and the missing-coordinates rule are those of :mod:`milopt.models.batchsvm_lp`
 (instance labels when present, otherwise the bag label copied; coordinates required).
 """
@@ -144,6 +150,7 @@ def build(bags: Bags, nu: float = 1.0, alpha: float = 0.5, sigma: float = 1.0, d
         raise InvalidParameterError(f"batchprob-lp: unknown parameter(s) {sorted(unused)}; accepted: {sorted(PARAMS)}")
     require_coords(bags)
     V, info = posterior_operator(bags, alpha, sigma, distance, return_info=True)
+    V.data = np.round(V.data * 2.0 ** 24) / 2.0 ** 24     # the grid of the module docstring: byte-stable
     return build_lp(bags, V, nu, class_weight, "batchprob_lp",
                     {"alpha": float(alpha), "sigma": float(sigma), "distance": distance, **info})
 

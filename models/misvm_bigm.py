@@ -40,6 +40,12 @@ off an optimal solution.  mildsvm's choice :math:`L = 100 \sum_{\text{columns}} 
   :math:`|w^\top (z_i - z_j)| \le \lVert w\rVert_1 \lVert z_i - z_j\rVert_\infty`, so
   :math:`L_{I,i} = F_0 \max_{j \in I}\lVert z_i - z_j\rVert_\infty` (computed exactly per
   feature from the bag's minimum and maximum) is valid.
+**Rounded outward** (so that a model's numbers, and the bytes of its ``.mps``, do not depend on
+the last bits of numpy's reductions or BLAS): every computed bound is rounded *outward* to
+:data:`DIGITS` significant decimal digits by :func:`round_outward` -- a big-M, an upper bound on
+:math:`\lVert w\rVert`, :math:`b` or :math:`\xi_I` up, a lower bound on :math:`b` down -- so a
+valid bound stays valid and loosens by less than :math:`10^{-7}` relative (:func:`stable_bounds`).
+A ``big_m`` given as a number is used as given.
 
 **Strengthening** (``strengthen=``, docs/misvm_bigm.md "Strengthening and warm start"): from an
 incumbent objective F (``warm_start`` computes one: :func:`~milopt.mil.bigm.incumbent`), every solution with
@@ -120,6 +126,48 @@ def problem_class(norm: str = "l2", disjunction: str = "bigm", **unused):
     return cls, (("SOS",) if dj == "sos1" else (("INDICATOR",) if dj == "indicator" else ()))
 
 
+# ----------------------------------------------------------------------------- byte-stable numbers
+#: significant decimal digits kept by :func:`round_outward`
+DIGITS = 8
+
+
+def round_outward(x, up: bool = True, digits: int = DIGITS):
+    """Round to ``digits`` significant decimal digits, towards +inf (``up``) or -inf.
+
+    The result is the nearest double to the smallest (largest) ``digits``-digit decimal not below
+    (above) ``x``: Python's correctly rounded float formatting and parsing make it the same on
+    every platform and for every numpy version, so last-bit differences of the computation
+    that produced ``x`` vanish unless ``x`` lies within those bits of a decimal.  Non-finite
+    values pass through.  ``x``: a float or an array (returned as a float / float array).
+    """
+    arr = np.asarray(x, dtype=float)
+    flat = arr.ravel()
+    out = np.empty_like(flat)
+    for i, v in enumerate(flat.tolist()):
+        if not np.isfinite(v) or v == 0.0:
+            out[i] = v
+            continue
+        mant, _, exp = f"{v:.{digits - 1}e}".partition("e")
+        r = float(f"{mant}e{exp}")
+        if (r < v) if up else (r > v):    # one unit of the last kept digit outward
+            r = float(f"{int(mant.replace('.', '')) + (1 if up else -1)}e{int(exp) - digits + 1}")
+        out[i] = r
+    return float(out[0]) if arr.ndim == 0 else out.reshape(arr.shape)
+
+
+def stable_bounds(bnd: dict | None) -> dict | None:
+    """The bounds of :func:`~milopt.mil.bigm.incumbent_bounds` rounded outward (:func:`round_outward`):
+    ``W``, ``b_hi``, ``xi_hi``, ``L``, ``F`` up; ``b_lo``, ``lo`` down.  Each stays valid."""
+    if bnd is None:
+        return None
+    out = dict(bnd)
+    for k in ("W", "b_hi", "xi_hi", "L", "F"):
+        out[k] = round_outward(bnd[k], up=True)
+    for k in ("b_lo", "lo"):
+        out[k] = round_outward(bnd[k], up=False)
+    return out
+
+
 # ----------------------------------------------------------------------------- strengthening
 def parse_strengthen(value) -> frozenset:
     """``strengthen`` parameter -> set of options (``none``, ``all``, or names joined by ',' / '+')."""
@@ -190,10 +238,10 @@ def _options(norm, disjunction, warm_start, strengthen, branch_priority, upper_b
 def _big_m(bags: Bags, big_m, costs, F: float, norm: str, bounds) -> np.ndarray:
     """L per instance by the ``big_m`` rule (module docstring)."""
     n = bags.n_instances
-    if isinstance(big_m, str) and big_m == "valid":
-        return bounds["L"] if bounds is not None else valid_big_m(bags, costs, F, norm=norm)
+    if isinstance(big_m, str) and big_m == "valid":    # rounded up: still valid, and byte-stable
+        return bounds["L"] if bounds is not None else round_outward(valid_big_m(bags, costs, F, norm=norm))
     if isinstance(big_m, str) and big_m == "mildsvm":
-        return np.full(n, mildsvm_big_m(bags))
+        return np.full(n, round_outward(mildsvm_big_m(bags)))
     try:
         L = np.full(n, float(big_m))
     except (TypeError, ValueError):
@@ -216,7 +264,7 @@ def plan(bags: Bags, C: float = 1.0, class_weight="kent-yu", big_m="valid", uppe
     inc, F = known_bound(bags, costs, C, class_weight, norm, upper_bound, with_incumbent=warm_start)
     removed = hull_interior(bags) if "reduce" in opts else np.zeros(n, dtype=bool)
     kept = ~removed
-    bnd = incumbent_bounds(bags, costs, F, norm, mask=kept) if "bounds" in opts else None
+    bnd = stable_bounds(incumbent_bounds(bags, costs, F, norm, mask=kept)) if "bounds" in opts else None
     sizes = np.add.reduceat(kept.astype(np.int64), bags.bag_ptr[:-1])
     L = _big_m(bags, big_m, costs, F, norm, bnd)
     has_zeta = (bags.y == 1)[bags.bag_index] & kept & (sizes[bags.bag_index] >= 2)

@@ -46,6 +46,10 @@ hull of the union of its disjuncts intersected with the box (with the cone: of t
 under :math:`\tfrac12\lVert w\rVert^2`); the intersection over bags is a relaxation of the
 hull of the whole problem, not the hull itself.
 
+The box, the big-M and :math:`F` are those of :func:`milopt.mil.bigm.incumbent_bounds` rounded
+outward to 8 significant digits (:func:`milopt.models.misvm_bigm.stable_bounds`): still valid,
+and the same bytes in the written ``.mps`` whatever numpy or BLAS computed them.
+
 Size: one copy of w per positive-bag instance: :math:`\sum_{Y_I=+1}|I|\cdot d` extra variables.
 """
 from __future__ import annotations
@@ -63,6 +67,7 @@ from milopt.mil.bigm import hull_interior, incumbent, incumbent_bounds, known_bo
 from milopt.models._linear import add_linear_rows, var_list
 from milopt.models.info import MILModel
 from milopt.models.info import info as model_info
+from milopt.models.misvm_bigm import stable_bounds
 from milopt.numerics import bag_costs
 from milopt.params import Bool, Choice, Float, ParamSet, parse_bool
 from milopt.segments import segment_argmax, segment_max
@@ -183,7 +188,7 @@ def plan(bags: Bags, C: float = 1.0, class_weight="kent-yu", perspective: bool =
     inc, F = known_bound(bags, costs, C, class_weight, "l2", upper_bound, with_incumbent=warm_start)
     removed = hull_interior(bags) if reduce else np.zeros(n, dtype=bool)
     kept = ~removed
-    bnd = incumbent_bounds(bags, costs, F, "l2", mask=kept)
+    bnd = stable_bounds(incumbent_bounds(bags, costs, F, "l2", mask=kept))    # rounded outward: byte-stable
     sizes = np.add.reduceat(kept.astype(np.int64), bags.bag_ptr[:-1])
     hull_inst = (bags.y == 1)[bags.bag_index] & kept & (sizes[bags.bag_index] >= 2)    # disjuncts
     J = np.flatnonzero(hull_inst)
