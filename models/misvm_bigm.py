@@ -40,6 +40,7 @@ off an optimal solution.  mildsvm's choice :math:`L = 100 \sum_{\text{columns}} 
   :math:`|w^\top (z_i - z_j)| \le \lVert w\rVert_1 \lVert z_i - z_j\rVert_\infty`, so
   :math:`L_{I,i} = F_0 \max_{j \in I}\lVert z_i - z_j\rVert_\infty` (computed exactly per
   feature from the bag's minimum and maximum) is valid.
+
 **Rounded outward** (so that a model's numbers, and the bytes of its ``.mps``, do not depend on
 the last bits of numpy's reductions or BLAS): every computed bound is rounded *outward* to
 :data:`DIGITS` significant decimal digits by :func:`round_outward` -- a big-M, an upper bound on
