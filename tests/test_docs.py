@@ -71,6 +71,26 @@ def test_the_reference_finder_sees_a_missing_name(tmp_path):
     assert "milopt.solvers.solve" in found and "milopt.solvers.SolveResult" not in found
 
 
+def test_params_directive_renders_what_milopt_list_prints(capsys):
+    """The ``milopt-params`` tables of the docs come from the declaration ``milopt list --json``
+    prints, for every formulation and method (needs Sphinx's docutils: the docs extra)."""
+    pytest.importorskip("sphinx")
+    import json
+
+    import milopt_docs
+    from milopt.cli import main
+
+    assert main(["list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert len(listed["formulations"]) + len(listed["methods"]) >= 20
+    for section in ("formulations", "methods"):
+        for name, entry in listed[section].items():
+            kind, _, summary = milopt_docs.params_summary(name, section[:-1])
+            assert kind == section[:-1] and json.loads(json.dumps(summary)) == entry["params"], name
+    with pytest.raises(KeyError):
+        milopt_docs.params_summary("no-such-formulation")
+
+
 # ----------------------------------------------------------------------------- README snippets
 def _fenced(text: str, lang: str | None = None) -> list[str]:
     """Bodies of the fenced code blocks of a Markdown text (only ``lang`` blocks when given)."""
