@@ -1,4 +1,5 @@
 """milopt: optimization models and algorithms for support-vector multiple-instance learning."""
+#: the version of this milopt
 __version__ = "0.1.0"
 
 from milopt import _startup  # noqa: E402

@@ -3,6 +3,10 @@
 Every message names the argument, what was expected, what was received, and how to fix it.
 """
 
+__all__ = ["MiloptError", "InvalidDataError", "InvalidParameterError", "SolverUnavailableError",
+           "UnsupportedProblemError", "LicenceLimitError", "NoSolutionError", "DegenerateModelWarning",
+           "positive_number"]
+
 
 class MiloptError(Exception):
     """Base class of every error milopt raises on purpose."""

@@ -31,6 +31,8 @@ import numpy as np
 from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError
 
+__all__ = ["lesion_ids", "froc_curve", "sensitivity_at", "froc_table", "instance_auc", "plot_froc"]
+
 
 def lesion_ids(bags: Bags) -> np.ndarray:
     """Lesion id of every candidate of ``bags`` (-1 for negatives).

@@ -35,6 +35,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+__all__ = ["MatrixForm", "QuadRow", "SOS", "INF"]
+
+#: infinity: the bound of a row or column that has none
 INF = float("inf")
 
 

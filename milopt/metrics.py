@@ -12,6 +12,9 @@ from sklearn.model_selection import StratifiedKFold
 from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError
 
+__all__ = ["bag_metrics", "instance_metrics", "degenerate", "evaluate", "bag_folds", "standardize",
+           "cross_validate", "fold_warnings"]
+
 
 def _auc(y_true, scores) -> float:
     y_true = np.asarray(y_true)
@@ -44,6 +47,7 @@ def bag_metrics(y_true, y_pred, scores=None, prefix="bag_") -> dict:
 
 
 def instance_metrics(instance_y, y_pred, scores=None) -> dict:
+    """:func:`bag_metrics` of instance labels and predictions, keys prefixed ``instance_``."""
     return bag_metrics(instance_y, y_pred, scores, prefix="instance_")
 
 

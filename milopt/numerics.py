@@ -22,6 +22,10 @@ import numpy as np
 from milopt.errors import InvalidParameterError, positive_number
 from milopt.segments import segment_max
 
+__all__ = ["standardize", "standardize_stats", "bag_costs", "instance_cost", "bag_slacks", "slack_costs",
+           "slack_structure", "SLACKS", "objective_from_scores", "misvm_objective", "intercept_eq4",
+           "best_intercept", "sil_start"]
+
 # ----------------------------------------------------------------- scaling
 def standardize_stats(X: np.ndarray):
     """(mean, scale) of the columns of ``X``; a constant column gets scale 1.

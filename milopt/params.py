@@ -24,6 +24,9 @@ import math
 
 from milopt.errors import InvalidParameterError
 
+__all__ = ["Param", "ParamSet", "Float", "Int", "Bool", "Str", "Choice", "Floats", "Any", "parse_bool",
+           "parse_seconds", "parse_list", "coerce"]
+
 TRUE = ("true", "yes", "on", "1")
 FALSE = ("false", "no", "off", "0")
 NONE = ("none", "null")
@@ -108,8 +111,10 @@ class Param:
     kind : {'float', 'int', 'bool', 'str', 'choice', 'floats', 'ints', 'any'}
         ``choice`` takes one of ``choices``; ``float``/``int`` may also take one of ``choices``
         (e.g. ``big_m``: 'valid', 'mildsvm' or a number); ``floats``/``ints`` are lists.
-    default : value used when the key is not given.
+    default : object
+        Value used when the key is not given.
     help : str
+        One line for ``milopt list`` and the docs.
     gt, ge, lt, le : float, optional
         Bounds for numbers (and for every item of a list).
     choices : tuple of str, optional
@@ -118,6 +123,8 @@ class Param:
     finite : bool
         Numbers must be finite (default).
 
+    Notes
+    -----
     For code written against the former ``PARAMS = {name: (type, default, help)}`` contract,
     ``param[0]``, ``param[1]``, ``param[2]`` give the Python type, the default and the help.
     """
@@ -277,30 +284,37 @@ class Param:
 
 # short constructors: Float(1.0, "cost", gt=0), Choice("l2", ("l2", "l1"), "norm"), ...
 def Float(default=None, help="", **kw) -> Param:
+    """A :class:`Param` for a real number; ``kw``: the checks of :class:`Param` (``gt``, ``ge``, ``lt``, ``le``, ``choices``, ``none``, ``finite``)."""
     return Param("float", default, help, **kw)
 
 
 def Int(default=None, help="", **kw) -> Param:
+    """A :class:`Param` for an integer; ``kw``: the checks of :class:`Param` (``gt``, ``ge``, ``lt``, ``le``, ``choices``, ``none``, ``finite``)."""
     return Param("int", default, help, **kw)
 
 
 def Bool(default=False, help="", **kw) -> Param:
+    """A :class:`Param` for a boolean; ``kw``: the checks of :class:`Param` (``gt``, ``ge``, ``lt``, ``le``, ``choices``, ``none``, ``finite``)."""
     return Param("bool", default, help, **kw)
 
 
 def Str(default=None, help="", **kw) -> Param:
+    """A :class:`Param` for a string; ``kw``: the checks of :class:`Param` (``gt``, ``ge``, ``lt``, ``le``, ``choices``, ``none``, ``finite``)."""
     return Param("str", default, help, **kw)
 
 
 def Choice(default, choices, help="", **kw) -> Param:
+    """A :class:`Param` taking one of ``choices`` (strings)."""
     return Param("choice", default, help, choices=choices, **kw)
 
 
 def Floats(default=None, help="", **kw) -> Param:
+    """A :class:`Param` for a list of numbers; ``kw``: the checks of :class:`Param` (``gt``, ``ge``, ``lt``, ``le``, ``choices``, ``none``, ``finite``)."""
     return Param("floats", default, help, **kw)
 
 
 def Any(default=None, help="", **kw) -> Param:
+    """A :class:`Param` for a value of any type (numbers parsed, strings kept); ``kw``: the checks of :class:`Param` (``gt``, ``ge``, ``lt``, ``le``, ``choices``, ``none``, ``finite``)."""
     return Param("any", default, help, **kw)
 
 

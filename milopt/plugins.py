@@ -22,6 +22,9 @@ from pathlib import Path
 
 from milopt.errors import InvalidParameterError
 
+__all__ = ["load", "load_all", "import_all", "module_name", "argv_plugins", "ENV"]
+
+#: environment variable: plugin files or modules, separated by the path separator, loaded at start
 ENV = "MILOPT_PLUGINS"
 
 

@@ -32,6 +32,9 @@ from typing import Callable
 from milopt.errors import InvalidParameterError
 from milopt.params import ParamSet
 
+__all__ = ["FORMULATIONS", "Formulation", "formulation", "formulations", "register_formulation", "names",
+           "available", "catalogue", "get"]
+
 #: public name -> module (relative to milopt.models): the built-in catalogue
 FORMULATIONS = {
     "misvm-bigm": "misvm_bigm",
@@ -80,15 +83,20 @@ class Formulation:
     ----------
     name : str
         Public name (``milopt solve NAME``).
-    build : callable(bags, **params) -> pyomo ConcreteModel
-    decode : callable(model) -> dict
-    params : ParamSet or legacy ``{name: (type, default, help)}``
-    problem_class : str, (str, features) or callable(**params) -> str | (str, features)
-        The class of the model ``build`` returns (LP, QP, MILP, MIQP, ...) and its special
+    build : callable
+        ``build(bags, **params)`` returns the Pyomo ``ConcreteModel``.
+    decode : callable
+        ``decode(model)`` returns the solution as a dict.
+    params : ParamSet or dict
+        The declaration of the keys (a legacy ``{name: (type, default, help)}`` dict is accepted).
+    problem_class : str, tuple or callable
+        ``"MIQP"``, ``("MIQP", features)`` or ``problem_class(**params)`` returning either: the
+        class of the model ``build`` returns (LP, QP, MILP, MIQP, ...) and its special
         features (SOS, INDICATOR), known before building so that a solver is refused early.
-    default_start : callable(model) -> None, optional
-        Sets a cheap feasible point (``--warm-start``).
-    predict : callable(solution, bags) -> instance scores, optional
+    default_start : callable, optional
+        ``default_start(model)`` sets a cheap feasible point (``--warm-start``).
+    predict : callable, optional
+        ``predict(solution, bags)`` returns instance scores.
     doc : str
         One line for ``milopt list``.
     module : module, optional

@@ -49,8 +49,10 @@ from milopt.params import Choice, Float, ParamSet
 from milopt.models.batchsvm_lp import (_distance_fn, build_lp, check_positive, decode as _decode,
                                        require_coords)
 
+#: problem class of the model :func:`build` returns (solvers are chosen by it)
 PROBLEM_CLASS = "LP"
 
+#: keys accepted from the command line (milopt.params)
 PARAMS = ParamSet(
     nu=Float(1.0, "cost of the slacks (nu e'xi)", gt=0),
     alpha=Float(0.5, "decay of the prior covariance R_pq = exp(-alpha S_pq)", gt=0),

@@ -64,6 +64,7 @@ from milopt.models._linear import add_linear_rows, var_list
 from milopt.models.info import MILModel
 from milopt.params import Bool, Choice, Float, ParamSet, parse_bool
 
+#: problem class of the model :func:`build` returns (solvers are chosen by it)
 PROBLEM_CLASS = "LP"
 
 #: keys accepted from the command line (milopt.params)

@@ -40,6 +40,7 @@ off an optimal solution.  mildsvm's choice :math:`L = 100 \sum_{\text{columns}} 
   :math:`|w^\top (z_i - z_j)| \le \lVert w\rVert_1 \lVert z_i - z_j\rVert_\infty`, so
   :math:`L_{I,i} = F_0 \max_{j \in I}\lVert z_i - z_j\rVert_\infty` (computed exactly per
   feature from the bag's minimum and maximum) is valid.
+
 **Strengthening** (``strengthen=``, docs/misvm_bigm.md "Strengthening and warm start"): from an
 incumbent objective F (``warm_start`` computes one: :func:`~milopt.mil.bigm.incumbent`), every solution with
 objective ≤ F has :math:`\lVert w\rVert \le T = \sqrt{2F}`, :math:`\xi_I \le F/C_I`, b between the

@@ -57,6 +57,7 @@ from milopt.numerics import intercept_eq4, sil_start, slack_structure
 from milopt.params import Choice, Float, ParamSet
 from milopt.segments import segment_argmax
 
+#: problem class of the model :func:`build` returns (solvers are chosen by it)
 PROBLEM_CLASS = "QP"
 
 #: keys accepted from the command line (milopt.params)

@@ -112,6 +112,7 @@ PARAMS = ParamSet(
     upper_bound=Float(None, "objective of a known feasible point (tightens the big-M)", finite=False),
 )
 
+#: problem class of the model :func:`build` returns (solvers are chosen by it)
 PROBLEM_CLASS = "MIQP"
 
 

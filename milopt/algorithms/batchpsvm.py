@@ -79,6 +79,8 @@ import scipy.sparse as sp
 from milopt.errors import InvalidParameterError
 from milopt.solvers.result import Termination, native
 
+__all__ = ["BatchPSVMSystem", "fit_batchpsvm"]
+
 
 class BatchPSVMSystem:
     """The Gram blocks of eq. 6 for one training set; solves for any θ cheaply.
@@ -179,7 +181,7 @@ def fit_batchpsvm(X, d, R=None, nu: float = 1.0, theta: float = 0.0, learn_theta
     max_iter : int
         Maximum number of alternations.
     tol : float
-        Stop when |Δθ| <= tol (1 + |θ|).
+        Stop when ``|Δθ| <= tol (1 + |θ|)``.
     system : BatchPSVMSystem, optional
         Precomputed Gram blocks (reuse across θ values).
     weights : ndarray (m,), optional
@@ -193,7 +195,7 @@ def fit_batchpsvm(X, d, R=None, nu: float = 1.0, theta: float = 0.0, learn_theta
     Termination (``docs/statuses.md``): ``converged`` for a fixed θ (the (w, γ) stationarity
     system solved exactly) and for a learned θ whose update met ``tol``; ``iteration_limit``
     when the θ loop reached ``max_iter`` first.  ``extra`` records ``theta_iterations`` (θ
-    updates made), ``theta_converged`` (bool) and ``theta_step`` (the last |Δθ|).
+    updates made), ``theta_converged`` (bool) and ``theta_step`` (the last ``|Δθ|``).
     """
     t0 = time.perf_counter()
     sysm = system if system is not None else BatchPSVMSystem(X, d, R, nu, weights)

@@ -58,7 +58,7 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
     z0 : array (n_features + 1,), optional
         Start (w, b); default :func:`milopt.mil.dcmil.starting_point` (the paper's).
     theta, eta, m, sigma, eps : float
-        Stopping tolerance on |v̄|, line-search length threshold for a null step, Armijo
+        Stopping tolerance on ``|v̄|``, line-search length threshold for a null step, Armijo
         parameter, step reduction, B1 pruning threshold on linearisation errors (paper: 0.7, 0.7,
         0.01, 0.01, 0.95).
     max_fev : int or {'auto', 'medium', 'large'}
@@ -83,7 +83,7 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
     -------
     SolveResult
         solver="dcpca", problem_class="native"; ``objective`` = final f; ``extra`` holds ``w``,
-        ``b``, ``nF``, ``nG1``, ``nG2``, ``serious``, ``null``, ``criticality`` (|v̄| of the last
+        ``b``, ``nF``, ``nG1``, ``nG2``, ``serious``, ``null``, ``criticality`` (``|v̄|`` of the last
         QP(I)), ``norm_d``, ``cpu_seconds``, ``restarts``.
     """
     from milopt.solvers.result import Termination, native

@@ -54,8 +54,12 @@ import numpy as np
 from milopt.errors import InvalidDataError, InvalidParameterError
 from milopt.solvers.result import Termination, native
 
+#: W-update variants: ``exact`` (the linear system through a once-computed eigendecomposition) and
+#: ``inexact`` (one gradient step with exact line search)
 VARIANTS = ("exact", "inexact")
+#: the bag-max proximal step (:func:`prox_bag_max`): ``exact`` minimiser or the ``paper``'s closed form
 MAX_PROX = ("exact", "paper")
+#: kernels of the kernel variant (through :func:`kernel_features`)
 KERNELS = ("linear", "rbf")
 
 __all__ = ["check_params", "objective", "objective_loop", "bag_responses", "prox_bag_max", "pdmisvm_admm",

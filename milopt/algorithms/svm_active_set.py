@@ -38,6 +38,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg.lapack import dsysv as _sysv
 
+__all__ = ["solve_group_dual_active_set"]
+
 
 def solve_group_dual_active_set(y, groups, caps, alpha0, K=None, V=None, max_iter=200, zero=1e-6, max_free=None,
                                 max_release=5):

@@ -30,6 +30,8 @@ import numpy as np
 
 from milopt.errors import InvalidDataError, InvalidParameterError
 
+__all__ = ["GroupSVMDual"]
+
 
 class _LinearRows:
     """Rows of the linear kernel X Xᵀ computed on demand (with a small cache) instead of the

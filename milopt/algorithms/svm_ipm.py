@@ -28,6 +28,8 @@ from scipy.linalg.lapack import dpotrf as _potrf, dpotrs as _potrs
 
 from milopt.errors import NoSolutionError
 
+__all__ = ["solve_group_dual_ipm", "solve_group_dual_ipm_lowrank"]
+
 
 def solve_group_dual_ipm(K, y, groups, caps, tol=1e-9, max_iter=100):
     """Solve the grouped-slack SVM dual by an interior-point method (BLAS limited to one

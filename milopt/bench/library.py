@@ -37,6 +37,7 @@ from milopt.data.loading import sha256_file
 from milopt.errors import InvalidParameterError, MiloptError
 
 FORMATS = ("mps", "lp")
+#: the instance subsets ``milopt export-library --suite`` accepts
 SUITES = ("easy", "hard", "open", "benchmark", "all")
 STATUSES = ("easy", "hard", "open")
 COLUMNS = ["name", "formulation", "data", "params", "benchmark", "class", "sense", "sha256_mps", "status",
@@ -199,6 +200,7 @@ def suite(name: str = "all", path=None) -> list[Instance]:
 
 
 def get_instance(name: str, path=None) -> Instance:
+    """The catalogue entry called ``name`` (the shipped catalogue, or the one at ``path``)."""
     for i in load_catalogue(path):
         if i.name == name:
             return i

@@ -351,6 +351,8 @@ def load(name_or_path, *, verify: bool = False, coords: int = 0, require_both_cl
 
 
 def check_both_classes(bags: Bags, what="data"):
+    """Raise :class:`~milopt.errors.InvalidDataError` naming ``what`` unless ``bags`` has bags of
+    at least two classes (a classifier cannot be trained otherwise)."""
     classes = np.unique(bags.y)
     if classes.size < 2:
         raise InvalidDataError(f"{what}: every bag has label {_plain(classes[0])}; a classifier needs bags of at least "

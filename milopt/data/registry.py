@@ -32,6 +32,8 @@ _GENERATORS: dict[str, GeneratorSpec] = {}
 
 
 def register_generator(name: str, func: Callable, doc: str = "") -> Callable:
+    """Make ``func(**params) -> Bags`` loadable as ``gen:NAME?key=value&...``; ``doc`` (default:
+    the first line of ``func``'s docstring) is its line in ``milopt list``.  Returns ``func``."""
     _GENERATORS[name] = GeneratorSpec(name, func, doc or (func.__doc__ or "").strip().split("\n")[0])
     return func
 
@@ -41,6 +43,7 @@ def _import_all():
 
 
 def generators() -> dict[str, GeneratorSpec]:
+    """Every registered generator, ``name -> GeneratorSpec`` (the built-in modules imported first)."""
     _import_all()
     return dict(_GENERATORS)
 

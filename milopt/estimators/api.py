@@ -27,6 +27,7 @@ from sklearn.pipeline import Pipeline
 from milopt.estimators.base import as_bags
 from milopt.numerics import standardize_stats
 
+#: the name of the model step in the pipeline :func:`estimator` returns (``model__C`` in a grid)
 STEP = "model"
 
 
@@ -67,7 +68,7 @@ class BagScaler(TransformerMixin, BaseEstimator):
 
 
 def estimator(name: str, *, scale: bool = True, seed: int = 0, **params):
-    """The estimator of ``milopt fit NAME --set key=value ... [--set scale=false] [--seed S]``.
+    """The estimator of ``milopt fit NAME --set key=value [--set scale=false] [--seed S]``.
 
     Parameters
     ----------

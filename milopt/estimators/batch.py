@@ -55,6 +55,8 @@ from milopt.errors import InvalidDataError, NoSolutionError
 from milopt.estimators.base import MILClassifier, as_bags
 from milopt.estimators.registry import register_method
 
+__all__ = ["BatchSVMClassifier", "BatchProbClassifier", "BatchPSVMClassifier", "LearnedThetaBatchPSVM"]
+
 
 def _as_bool_param(v, name) -> bool:
     from milopt.params import parse_bool

@@ -18,6 +18,8 @@ from milopt.params import parse_bool
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
 
+__all__ = ["DCMILClassifier"]
+
 #: the paper's grid for C: 2^-7, ..., 2^7
 C_GRID = tuple(2.0 ** k for k in range(-7, 8))
 
@@ -41,7 +43,7 @@ class DCMILClassifier(MILClassifier):
     inner_folds : int
         Folds of the inner cross-validation.
     theta : float
-        DCPCA stopping tolerance on the criticality measure |v̄| (paper §4: 0.7).
+        DCPCA stopping tolerance on the criticality measure ``|v̄|`` (paper §4: 0.7).
     eta : float
         DCPCA line-search length below which a step is a null step (paper: 0.7).
     m : float

@@ -22,6 +22,8 @@ from milopt.errors import NoSolutionError
 from milopt.estimators.base import MILClassifier
 from milopt.params import Bool, Float, Int, ParamSet, Str
 
+__all__ = ["FormulationClassifier", "classifier_class", "SOLVER_PARAMS"]
+
 #: solver settings of every formulation estimator
 SOLVER_PARAMS = ParamSet(
     solver=Str("auto", "backend name (auto: the preferred installed backend for the problem class)"),

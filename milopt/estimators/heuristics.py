@@ -30,6 +30,9 @@ from milopt.estimators.registry import register_method
 from milopt.features.kernels import check_kernel, kernel_matrix, mean_embedding_kernel
 from milopt.features.summary import summary_features
 
+__all__ = ["SILClassifier", "SISMMClassifier", "MISVMHeuristic", "MISMMHeuristic", "MISVMSummary",
+           "MiSVMHeuristic", "MISMMMIQP"]
+
 SUMMARY_CHOICES = (None, "none", "univ1", "univ2", "univ1+cor", "univ2+cor")
 
 

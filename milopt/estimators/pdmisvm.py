@@ -12,6 +12,8 @@ from milopt.errors import InvalidParameterError
 from milopt.estimators.base import MILClassifier, class_weights
 from milopt.estimators.registry import register_method
 
+__all__ = ["PDMISVMClassifier"]
+
 VARIANT_CHOICES = ("exact", "inexact", "kernel")
 
 #: The settings of Seo et al. (2022), Section 4.1: exact pdMISVM with the RBF kernel (C = 1e-3,
@@ -74,7 +76,7 @@ class PDMISVMClassifier(MILClassifier):
         Linear variants: row m is w_m.
     intercept_ : ndarray, shape (K,)
     dual_coef_ : ndarray, shape (n_support, K)
-        Kernel variant: response_m(x) = k(x, support_) @ dual_coef_[:, m] + intercept_[m].
+        Kernel variant: ``response_m(x) = k(x, support_) @ dual_coef_[:, m] + intercept_[m]``.
     support_ : ndarray, shape (n_support, n_features)
     result_ : SolveResult
     history_ : tuple of dict

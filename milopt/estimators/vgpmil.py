@@ -14,6 +14,8 @@ from milopt.estimators.registry import register_method
 from milopt.params import Bool, Choice, Float, Int, ParamSet, parse_bool
 from milopt.solvers.result import Termination
 
+__all__ = ["VGPMILClassifier"]
+
 
 def _split_bags(y, fraction, seed):
     """Stratified split of bag ids into (fit, validation) with ``fraction`` held out."""
@@ -71,7 +73,7 @@ class VGPMILClassifier(MILClassifier):
         Early stopping as in the paper's protocol (§6: halt when the validation bag AUC has not
         improved for ``patience`` epochs), on a stratified ``validation_fraction`` of the training
         bags. ``False`` (``--set early_stopping=false``) runs the coordinate ascent to convergence
-        (relative ELBO change < ``tol`` and max |Δπ| < 10⁻³, or ``max_iter`` epochs).
+        (relative ELBO change < ``tol`` and max ``|Δπ|`` < 10⁻³, or ``max_iter`` epochs).
     validation_fraction : float
         Fraction of the training bags held out (stratified) for inner validation; 0 also disables
         it (then ``lengthscale='auto'`` takes the middle multiplier of the grid).

@@ -44,6 +44,8 @@ _BACKENDS: dict[str, Backend] = {}
 
 
 def register_backend(backend: Backend) -> Backend:
+    """Make ``backend`` (a :class:`~milopt.solvers.backend.Backend`) reachable as ``--solver NAME``
+    and under each of its aliases (an alias never replaces another backend's name).  Returns it."""
     _BACKENDS[backend.name] = backend
     for a in backend.aliases:
         _BACKENDS.setdefault(a, backend)
@@ -85,6 +87,8 @@ def installed(cls: str | None = None, features=(), formulation: str | None = Non
 
 
 def get_backend(name: str) -> Backend:
+    """The backend registered as ``name`` (or alias); :class:`~milopt.errors.SolverUnavailableError`
+    listing the known solvers otherwise."""
     backends()
     if name not in _BACKENDS:
         raise SolverUnavailableError(

@@ -69,7 +69,7 @@ BOUND_ZERO_TOL = 1e-8
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float:
-    """|objective - bound| / max(|objective|, 1e-10); inf when either is missing.
+    """``|objective - bound| / max(|objective|, 1e-10)``; inf when either is missing.
 
     This is the convention of Gurobi and of HiGHS's ``mip_rel_gap`` (relative to the primal
     value). A proven optimum with equal values has gap 0.
@@ -94,10 +94,10 @@ class SolveResult:
     bound : float or None
         Best proven bound (minimisation: lower bound); None when the solver gives none.
     gap : float
-        Relative gap |objective - bound| / max(|objective|, 1e-10); inf when unknown.  In
+        Relative gap ``|objective - bound| / max(|objective|, 1e-10)``; inf when unknown.  In
         [0, 1] whenever objective and bound have the same sign (zero counts as either), e.g.
         for every nonnegative SVM objective; larger only when they have opposite signs.
-        Bounds within ``BOUND_ZERO_TOL`` · max(1, |objective|) of zero are reported as 0.
+        Bounds within ``BOUND_ZERO_TOL · max(1, |objective|)`` of zero are reported as 0.
     wall_time : float
         Seconds.
     iterations, nodes : int or None

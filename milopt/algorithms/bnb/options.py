@@ -5,6 +5,7 @@ formulation's own keys) and the keyword arguments of :func:`milopt.algorithms.bn
 """
 from milopt.params import Bool, Choice, Float, Int, ParamSet, Str
 
+#: the options of the branch and bound, typed, with bounds and help (``--set`` keys of ``--solver bnb``)
 PARAMS = ParamSet(
     restarts=Int(8, "starts of the MI-SVM alternating heuristic before the search (0: none)", ge=0),
     seed=Int(0, "seed of the random heuristic starts", ge=0),

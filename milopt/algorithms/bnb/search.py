@@ -45,7 +45,7 @@ LOWRANK_RATIO = 0.5
 
 
 def relative_gap(ub, lb):
-    """(UB − LB) / max(|UB|, 1e-10), inf when a side is missing (as the driver reports it)."""
+    """``(UB − LB) / max(|UB|, 1e-10)``, inf when a side is missing (as the driver reports it)."""
     if ub is None or lb is None or not (math.isfinite(ub) and math.isfinite(lb)):
         return math.inf
     return max(0.0, ub - lb) / max(abs(ub), 1e-10)
@@ -192,7 +192,7 @@ class MISVMBranchAndBound(NodeEvaluation):
         time_limit : float, optional
             Wall seconds for the search.
         mip_gap : float
-            Stop when (UB − LB) / max(|UB|, 1e-10) ≤ mip_gap.
+            Stop when ``(UB − LB) / max(|UB|, 1e-10) ≤ mip_gap``.
         abs_gap : float
             ... or when UB − LB ≤ abs_gap.
         node_limit : int, optional
