@@ -19,7 +19,7 @@ A formulation is solved in four stages, under one time limit T counted from ``t_
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from milopt.solvers.result import SolveResult
@@ -165,6 +165,9 @@ def build_and_solve(form, bags, params: dict, solver: str = "auto", *, time_limi
             cls = mf.problem_class()
         kw.update(before_solve(model, cls))
     if budget.spent():
-        return Staged(model, bags, budget.expired_result(solver), build_s, start_s, started, 0.0, "budget")
+        expired = budget.expired_result(solver)
+        if mf is not None:  # the size of what was built, known without extracting again
+            expired = replace(expired, extra={**expired.extra, "model_size": mf.size()})
+        return Staged(model, bags, expired, build_s, start_s, started, 0.0, "budget")
     limit = budget.remaining()
     return Staged(model, bags, solve(model, solver, budget=budget, mf=mf, **kw), build_s, start_s, started, limit)
