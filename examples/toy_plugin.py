@@ -26,15 +26,14 @@ matrix form that :func:`milopt.solvers.extract.extract` returns.
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
 from milopt.models import Formulation, register_formulation
 from milopt.params import Float, ParamSet
-from milopt.solvers.driver import Backend, finish, register_backend
+from milopt.solvers.backend import About, Backend, Capabilities, RawResult
+from milopt.solvers.driver import register_backend
 from milopt.solvers.result import Termination
 
 # --------------------------------------------------------------------- formulation
@@ -124,38 +123,29 @@ def _scipy_version():
     return scipy.__version__
 
 
-def _run_scipy_lp(model, opts):
+def _solve_scipy_lp(mf, opts):
+    """The LP of the matrix form ``mf`` through linprog; a :class:`RawResult` in ``mf``'s columns
+    (the driver extracts the form, refuses non-LPs and loads the solution back)."""
+    import scipy.sparse as sp
     from scipy.optimize import linprog
 
-    from milopt.solvers.extract import extract
-
-    mf = extract(model)
     lo, hi = mf.row_lb, mf.row_ub
-    A = mf.A
-    ub_rows = np.isfinite(hi)
-    lb_rows = np.isfinite(lo)
-    import scipy.sparse as sp
-
-    A_ub = sp.vstack([A[ub_rows], -A[lb_rows]], format="csr")
+    ub_rows, lb_rows = np.isfinite(hi), np.isfinite(lo)
+    A_ub = sp.vstack([mf.A[ub_rows], -mf.A[lb_rows]], format="csr")
     b_ub = np.concatenate([hi[ub_rows], -lo[lb_rows]])
     bounds = [(None if not np.isfinite(a) else a, None if not np.isfinite(b) else b)
               for a, b in zip(mf.col_lb, mf.col_ub)]
-    kw = {}
-    if opts.get("time_limit"):
-        kw["time_limit"] = float(opts["time_limit"])
-    t0 = time.perf_counter()
-    r = linprog(mf.sense * mf.c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs", options=kw)
-    wall = time.perf_counter() - t0
+    left = opts.seconds_left()  # what is left of the command's time budget
+    r = linprog(mf.sense * mf.c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs",
+                options={} if left is None else {"time_limit": left})
     term = {0: Termination.OPTIMAL, 1: Termination.ITERATION_LIMIT, 2: Termination.INFEASIBLE,
             3: Termination.UNBOUNDED}.get(r.status, Termination.ERROR)
     has = r.x is not None and r.status in (0, 1)
-    if has:
-        for var, val in zip(mf.variables, r.x):
-            var.set_value(float(val), skip_validation=True)
-    obj = mf.sense * r.fun + mf.c0 if has else None
-    return finish("scipy-lp", _scipy_version(), opts["problem_class"], term, has, obj, obj if term ==
-                  Termination.OPTIMAL else None, wall, iterations=getattr(r, "nit", None), log=r.message)
+    return RawResult(termination=term, x=np.asarray(r.x, dtype=float) if has else None,
+                     objective=mf.sense * r.fun + mf.c0 if has else None, iterations=getattr(r, "nit", None),
+                     log=str(r.message), status_text=str(r.message))
 
 
-register_backend(Backend(name="scipy-lp", classes=frozenset({"LP"}), module="scipy", run=_run_scipy_lp,
-                         version=_scipy_version, description="LP through scipy.optimize.linprog (example plugin)"))
+register_backend(Backend(name="scipy-lp", module="scipy", version=_scipy_version, solve_matrix=_solve_scipy_lp,
+                         caps=Capabilities(classes=frozenset({"LP"})),
+                         about=About(description="LP through scipy.optimize.linprog (example plugin)")))

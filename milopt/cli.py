@@ -205,10 +205,10 @@ def _fmt_gap(row) -> str:
 def _time_limit_option(args, params: dict) -> dict:
     """``--time-limit T`` and ``--set time_limit=T`` are the same setting; refuse two different values."""
     params = dict(params)
-    from milopt.params import parse_seconds
+    from milopt.solvers.budget import parse_time_limit
 
-    cli = parse_seconds("--time-limit", getattr(args, "time_limit", None))
-    if cli is not None and "time_limit" in params and parse_seconds("--set time_limit", params["time_limit"]) != cli:
+    cli = parse_time_limit(getattr(args, "time_limit", None), "--time-limit")
+    if cli is not None and "time_limit" in params and parse_time_limit(params["time_limit"], "--set time_limit") != cli:
         from milopt.errors import InvalidParameterError
 
         raise InvalidParameterError(f"--time-limit {cli:g} and --set time_limit={params['time_limit']} disagree; "
@@ -337,16 +337,16 @@ def cmd_solve(args) -> int:
         from milopt.errors import InvalidParameterError
 
         raw = params.pop("time_limit")
-        from milopt.params import parse_seconds
+        from milopt.solvers.budget import parse_time_limit
 
-        tl = parse_seconds("--set time_limit", raw)
+        tl = parse_time_limit(raw, "--set time_limit")
         if args.time_limit is not None and tl != args.time_limit:
             raise InvalidParameterError(f"--time-limit {args.time_limit:g} and --set time_limit={tl} disagree; "
                                         "give one of them")
         args.time_limit = tl
-    from milopt.params import parse_seconds
+    from milopt.solvers.budget import parse_time_limit
 
-    args.time_limit = parse_seconds("--time-limit", args.time_limit)  # the one check of a time limit
+    args.time_limit = parse_time_limit(args.time_limit, "--time-limit")  # the one check of a time limit
     res = run_solve(args.formulation, args.data, args.solver, time_limit=args.time_limit, gap=args.gap,
                     params=params, threads=args.threads, verbose=args.verbose,
                     warm_start=args.warm_start)

@@ -35,10 +35,22 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["MatrixForm", "QuadRow", "SOS", "INF"]
+__all__ = ["MatrixForm", "QuadRow", "SOS", "INF", "PROBLEM_CLASSES", "binary_mask"]
 
-#: infinity: the bound of a row or column that has none
+#: an infinite bound (the matrix form's one representation: ``±INF``; a backend that needs a
+#: finite stand-in declares :func:`milopt.solvers.rewrites.finite_bounds`)
 INF = float("inf")
+
+#: problem classes, from the least to the most general
+PROBLEM_CLASSES = ("LP", "QP", "QCQP", "MILP", "MIQP", "MIQCQP")
+
+
+def binary_mask(integrality, lb, ub) -> np.ndarray:
+    """Columns that are *binary*: integer with bounds exactly [0, 1].  An integer column fixed at
+    0 or 1 is not (it is an integer column that no solver's binary type may widen).  The one
+    definition behind the writers' ``BOUNDS``, the backends' column types and ``size()``."""
+    return (np.asarray(integrality, dtype=bool) & (np.asarray(lb, dtype=float) == 0)
+            & (np.asarray(ub, dtype=float) == 1))
 
 
 @dataclass
@@ -122,9 +134,23 @@ class MatrixForm:
             out.append("INDICATOR")
         return tuple(out)
 
+    def binary(self) -> np.ndarray:
+        """Mask of the binary columns (:func:`binary_mask`)."""
+        return binary_mask(self.integrality, self.col_lb, self.col_ub)
+
+    def is_mip(self) -> bool:
+        """Integer columns, SOS or indicator rows: a solver runs branch and bound."""
+        return bool(np.any(self.integrality)) or bool(self.sos) or self.n_indicators > 0
+
     def problem_class(self) -> str:
-        """LP, QP, QCQP, MILP, MIQP or MIQCQP, derived from the data as it is now."""
-        integer = bool(np.any(self.integrality)) or bool(self.sos) or self.n_indicators > 0
+        """LP, QP, QCQP, MILP, MIQP or MIQCQP, derived from the data as it is now.
+
+        The one computation of a model's class (the driver's refusal of a solver, ``auto``'s
+        choice, the reported ``problem_class``, the export's size): quadratic rows make it QCQP,
+        else a quadratic objective QP, else LP; integer columns, SOS sets or indicator rows
+        (all solved by branch and bound) add MI.  A formulation's declared class is a hint known
+        before building, checked against this one by the tests."""
+        integer = self.is_mip()
         if self.qrows:
             base = "QCQP"
         elif self.has_quadratic_objective():
@@ -136,7 +162,7 @@ class MatrixForm:
     def size(self) -> dict:
         """Counts of columns, binaries, integers, rows (all kinds) and nonzeros."""
         integ = np.asarray(self.integrality, dtype=bool)
-        binaries = int(np.sum(integ & (self.col_lb >= 0) & (self.col_ub <= 1)))
+        binaries = int(np.sum(self.binary()))
         qnz = 0 if self.Q is None else int(sp.triu(self.Q).nnz)
         return {"variables": self.n_cols, "binaries": binaries, "integers": int(integ.sum()),
                 "constraints": int(self.A.shape[0]) + len(self.qrows) + self.n_indicators,

@@ -386,7 +386,9 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
     form = get_formulation(formulation)
     import milopt.metrics  # noqa: F401  (imports are process start-up, not part of the budget)
     import milopt.solvers.exporter  # noqa: F401
-    t_start = time.perf_counter()  # the time limit covers loading, building, hand-off and solve
+    from milopt.solvers.budget import TimeBudget
+
+    budget = TimeBudget(time_limit)  # the time limit covers loading, building, hand-off and solve
     if solver != "auto":
         backend = get_backend(solver)  # unknown / not installed: refuse before loading data or building
         native = getattr(backend, "params", None)
@@ -416,7 +418,7 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
     from milopt.solvers.pipeline import build_and_solve
 
     form, typed, loader = _prepare(formulation, data, params, bags)
-    run = build_and_solve(form, loader, typed, solver, time_limit=time_limit, t_start=t_start, warm_start=warm_start,
+    run = build_and_solve(form, loader, typed, solver, budget=budget, warm_start=warm_start,
                           interrupt=True, mip_gap=gap, threads=threads, verbose=verbose, options=options)
     out = run.result.to_dict(log=False)
     if run.stage == "build":  # the time limit passed while loading and building (the solver never started)

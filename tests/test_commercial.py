@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from milopt.matrix import SOS, MatrixForm, QuadRow
 from milopt.solvers.backend import SolveOptions
+from milopt.solvers.result import finish
 from milopt.solvers.result import Termination
 
 INF = math.inf
@@ -148,7 +149,11 @@ def market_split(m=5, n=40, seed=1):
 def run(backend, mf, **kw):
     kw.setdefault("time_limit", 60.0)
     opts = SolveOptions(problem_class=mf.problem_class(), **kw)
-    return backend.solve_matrix(mf, opts)
+    r = backend.solve_matrix(mf, opts)
+    # the bound of a continuous optimum is its objective: set by result.finish, as in the driver
+    r.bound = finish(backend.name, "", mf.problem_class(), r.termination, r.x is not None, r.objective, r.bound,
+                     0.0).bound
+    return r
 
 
 def assert_monotone(traj, sense):
@@ -305,7 +310,7 @@ def test_over_limit_instance_refused_in_one_line(backend):
     if not limited(backend):
         pytest.skip(f"{backend.name}: a full licence is installed")
     mf = over_limit_form(backend)
-    refuse, reason = backend.skip(mf, SolveOptions())
+    refuse, reason = backend.cannot_take(mf, SolveOptions())
     assert refuse and "\n" not in reason and reason.startswith(backend.name)
     assert any(s in reason for s in ("1,001", "201", "202")), reason
     assert any(s in reason for s in ("ILOG", "GRB_LICENSE_FILE", "XPAUTH_PATH"))
@@ -314,7 +319,7 @@ def test_over_limit_instance_refused_in_one_line(backend):
     assert r.termination == Termination.ERROR and r.extra.get("licence_limit")
     assert "\n" not in r.status_text and "Traceback" not in r.status_text and backend.name in r.status_text
     # a small instance is not refused
-    assert backend.skip(knapsack(n=10)[0], SolveOptions()) == (False, "")
+    assert backend.cannot_take(knapsack(n=10)[0], SolveOptions()) == (False, "")
 
 
 def test_status_map_declared_and_backend_capabilities(backend):
@@ -323,7 +328,7 @@ def test_status_map_declared_and_backend_capabilities(backend):
               Termination.INTERRUPTED, Termination.ERROR):
         assert t in values
     assert {"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"} <= backend.classes
-    assert backend.trajectory and backend.warm_start and backend.available()
+    assert backend.caps.trajectory and backend.caps.warm_start and backend.available()
     assert backend.version()
 
 
@@ -477,7 +482,7 @@ def test_random_mixed_miqp_agrees_with_scip(backend, seed):
     from milopt.solvers import scip_backend
 
     mf = random_mixed_form(seed)
-    ref = scip_backend.solve_matrix(mf, SolveOptions(time_limit=60, mip_gap=1e-9, problem_class="MIQP"))
+    ref = scip_backend.BACKEND.solve_matrix(mf, SolveOptions(time_limit=60, mip_gap=1e-9, problem_class="MIQP"))
     assert ref.termination == Termination.OPTIMAL
     r = run(backend, mf, mip_gap=1e-9)
     assert r.termination == Termination.OPTIMAL, r.status_text

@@ -140,7 +140,7 @@ def test_a_solver_that_crashes_or_hangs_in_native_code_gives_a_status():
     import os
     import time
 
-    from milopt.solvers.backend import Backend, RawResult
+    from milopt.solvers.backend import Backend, Capabilities
     from milopt.solvers.driver import register_backend
 
     def abort(mf, opts):
@@ -153,8 +153,8 @@ def test_a_solver_that_crashes_or_hangs_in_native_code_gives_a_status():
             time.sleep(0.05)
 
     for name, fn in (("test-abort", abort), ("test-hang", hang)):
-        register_backend(Backend(name=name, classes=frozenset({"LP"}), module="numpy", version=lambda: "0",
-                                 solve_matrix=fn, isolated=True))
+        register_backend(Backend(name=name, module="numpy", version=lambda: "0", solve_matrix=fn,
+                                 caps=Capabilities(classes=frozenset({"LP"}), isolated=True)))
     r = solve(lp(), "test-abort")
     assert r.termination == Termination.ERROR and not r.ok and "SIGABRT" in r.extra["error"]
     import milopt.solvers.isolation as iso

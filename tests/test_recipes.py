@@ -17,7 +17,7 @@ import pytest
 
 DATA = "gen:digits?bags=12&max_size=4&seed=0"
 
-#: a backend written the matrix-form way: one module, ``BACKEND = Backend(..., solve_matrix=...)``
+#: a backend written as one function: one module, ``BACKEND = Backend(..., solve_matrix=...)``
 BACKEND_PLUGIN = '''
 """linprog-mf: linear programs through scipy.optimize.linprog, from the matrix form."""
 import numpy as np
@@ -25,7 +25,7 @@ import scipy
 import scipy.sparse as sp
 
 from milopt.params import Int, ParamSet
-from milopt.solvers.backend import Backend, RawResult, map_status
+from milopt.solvers.backend import About, Backend, Capabilities, RawResult, map_status
 from milopt.solvers.driver import register_backend
 from milopt.solvers.result import Termination
 
@@ -45,8 +45,8 @@ def solve_matrix(mf, opts):
     bounds = [(None if not np.isfinite(l) else l, None if not np.isfinite(u) else u)
               for l, u in zip(mf.col_lb, mf.col_ub)]
     options = {k: v for k, v in dict(opts.options).items() if v is not None}
-    if opts.time_limit is not None:
-        options.setdefault("time_limit", float(opts.time_limit))
+    if opts.seconds_left() is not None:
+        options.setdefault("time_limit", opts.seconds_left())
     r = linprog(mf.sense * np.asarray(mf.c, float), A_ub=A_ub if A_ub.shape[0] else None,
                 b_ub=b_ub if A_ub.shape[0] else None, A_eq=A[eq] if eq.any() else None,
                 b_eq=lb[eq] if eq.any() else None, bounds=bounds, method="highs", options=options)
@@ -57,8 +57,9 @@ def solve_matrix(mf, opts):
                      status_text=str(r.message))
 
 
-BACKEND = Backend(name="linprog-mf", classes=frozenset({"LP"}), module="scipy", version=lambda: scipy.__version__,
-                  solve_matrix=solve_matrix, status_map=STATUS_MAP, description="scipy linprog from the matrix form",
+BACKEND = Backend(name="linprog-mf", module="scipy", version=lambda: scipy.__version__, solve_matrix=solve_matrix,
+                  caps=Capabilities(classes=frozenset({"LP"})), status_map=STATUS_MAP,
+                  about=About(description="scipy linprog from the matrix form"),
                   params=ParamSet(maxiter=Int(None, "simplex iterations", ge=1)))
 register_backend(BACKEND)
 '''

@@ -74,15 +74,16 @@ def test_ctrl_c_during_solve_exits_nonzero():
 
 
 def _register_fake(name, termination, raise_exc=None):
-    from milopt.solvers.driver import _BACKENDS, Backend, finish, register_backend
+    from milopt.solvers.backend import Backend, Capabilities, RawResult
+    from milopt.solvers.driver import _BACKENDS, register_backend
 
-    def run_(model, opts):
+    def solve_matrix(mf, opts):
         if raise_exc is not None:
             raise raise_exc
-        return finish(name, "0", opts["problem_class"], termination, False, None, None, 0.0)
+        return RawResult(termination=termination)
 
-    register_backend(Backend(name=name, classes=frozenset({"LP", "QP", "MILP", "MIQP"}), module="numpy", run=run_,
-                             version=lambda: "0"))
+    register_backend(Backend(name=name, module="numpy", solve_matrix=solve_matrix, version=lambda: "0",
+                             caps=Capabilities(classes=frozenset({"LP", "QP", "MILP", "MIQP"}))))
     return lambda: _BACKENDS.pop(name, None)
 
 

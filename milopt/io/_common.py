@@ -16,6 +16,7 @@ import scipy.sparse as sp
 
 from milopt.errors import InvalidDataError
 from milopt.io.names import clean_names
+from milopt.matrix import binary_mask
 
 INF = float("inf")
 # value count above which numbers are formatted once per distinct value
@@ -197,6 +198,18 @@ class Rows:
 OBJ_NAME = "obj"
 
 
+def row_kinds(lo, hi) -> tuple:
+    """Boolean masks of rows ``lo <= a'x <= hi`` by kind: ``(eq, le, ge, ranged, free)`` -- an
+    equality (both sides equal), an upper side only, a lower side only, two different finite
+    sides, no finite side.  The one reading of row bounds behind the writers and the solver
+    backends (:mod:`milopt.solvers.rewrites`)."""
+    lo = np.asarray(lo, dtype=float)
+    hi = np.asarray(hi, dtype=float)
+    flo, fhi = np.isfinite(lo), np.isfinite(hi)
+    eq = flo & fhi & (lo == hi)
+    return eq, ~flo & fhi, flo & ~fhi, flo & fhi & (lo < hi), ~flo & ~fhi
+
+
 def row_senses(lo, hi):
     """Type letter (``E``, ``G``, ``L``; ``N`` for a free row), right-hand side and range (NaN
     when none) of each written row ``lo <= a'x <= hi``: the one reading of row bounds behind
@@ -205,11 +218,7 @@ def row_senses(lo, hi):
     typ = np.full(m, b"N", dtype="S1")
     rhs = np.zeros(m)
     rng = np.full(m, np.nan)
-    flo, fhi = np.isfinite(lo), np.isfinite(hi)
-    eq = flo & fhi & (lo == hi)
-    ge = flo & ~fhi
-    le = ~flo & fhi
-    both = flo & fhi & (lo < hi)
+    eq, le, ge, both, _ = row_kinds(lo, hi)
     typ[eq], rhs[eq] = b"E", lo[eq]
     typ[ge], rhs[ge] = b"G", lo[ge]
     typ[le], rhs[le] = b"L", hi[le]
@@ -251,7 +260,7 @@ def column_kinds(lb, ub, integ) -> ColumnKinds:
     lb, ub = np.asarray(lb, float), np.asarray(ub, float)
     flo, fhi = np.isfinite(lb), np.isfinite(ub)
     fixed = flo & fhi & (lb == ub)
-    return ColumnKinds(flo, fhi, fixed, np.asarray(integ, bool) & ~fixed & (lb == 0) & (ub == 1), ~flo & ~fhi)
+    return ColumnKinds(flo, fhi, fixed, binary_mask(integ, lb, ub), ~flo & ~fhi)
 
 
 

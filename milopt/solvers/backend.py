@@ -1,41 +1,58 @@
-"""What a solver backend is: one small typed object per solver.
+r"""What a solver backend is: one subclass of :class:`Backend`, in one file.
 
-A backend declares, in one place,
+The skeleton of a solve is written once, in :meth:`Backend.solve_matrix`:
 
-* the problem classes and constraint features it takes (``classes``),
-* its status map (the solver's own status codes → :class:`~milopt.solvers.result.Termination`),
-* ``skip(mf, opts) -> (bool, reason)``: why it cannot take this particular model (a licence
-  size limit, a feature it lacks, a formulation it is specialised for), checked *before* the
-  solve,
-* ``solve_matrix(mf, opts) -> RawResult``: the solve, from the one matrix form
-  (:class:`milopt.matrix.MatrixForm`), returning the solution vector in the form's column order,
-* how it is installed and its limits (for ``milopt list`` and docs/backends.md).
+1. the declared :attr:`~Backend.rewrites` turn the matrix form (:class:`milopt.matrix.MatrixForm`)
+   into the form the solver's API takes (:mod:`milopt.solvers.rewrites`: ranged rows split,
+   free rows dropped, infinite bounds made finite, maximisation made minimisation, quadratic
+   rows one-sided) -- each a small declared step ``MatrixForm -> MatrixForm``;
+2. :meth:`~Backend.open` and :meth:`~Backend.build` load it into the solver (the backend's API
+   calls);
+3. the common options (threads, relative gap) and then the native ones are set, a native option
+   the solver refuses becoming one :class:`~milopt.errors.InvalidParameterError` line that names
+   it and the closest valid names (:meth:`~Backend.set_options`);
+4. the solver receives what is left of the command's one :class:`~milopt.solvers.budget.TimeBudget`
+   after all of that (:meth:`~Backend.set_time_limit`), then :meth:`~Backend.optimize` runs it;
+5. :meth:`~Backend.outcome` reads the solver's answer as an :class:`Outcome`; its status code goes
+   through the backend's :attr:`~Backend.status_map` (one table per solver), the incumbent
+   trajectory is completed, the rewrites are undone (a negated objective), and a claim of
+   optimality on a continuous model without a bound of the solver's own is checked from the
+   matrix form when the backend asks for it (``Capabilities.certify``,
+   :mod:`milopt.solvers.certify`).
 
-The driver (:mod:`milopt.solvers.driver`) extracts the matrix form once, refuses what a backend
-cannot take, runs ``solve_matrix`` (in a child process with a hard deadline when the backend is
-``isolated``), loads the solution into the model and assembles the :class:`SolveResult`.
+A solver failure is a :class:`RawResult` with termination ``error`` and one line, never an
+exception.  The driver (:mod:`milopt.solvers.driver`) extracts the matrix form once, refuses what a
+backend cannot take (:meth:`~Backend.cannot_take`), runs :meth:`~Backend.solve_matrix` (in a
+child process with a hard deadline when ``Capabilities.isolated``), loads the solution into the
+model and assembles the :class:`~milopt.solvers.result.SolveResult` (:func:`~milopt.solvers.result.finish`).
 
-Older backends that take the Pyomo model itself keep ``run(model, opts)`` (plugins written
-before the matrix form, the MI-SVM branch and bound ``bnb``, which needs the data behind the
-model rather than its rows).
+A structure-aware backend that needs the model rather than its rows (the MI-SVM branch and bound
+``bnb``) sets ``takes_model = True`` and implements :meth:`~Backend.solve_model` instead.
 """
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import os
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from milopt.solvers.budget import TimeBudget
 from milopt.solvers.result import Termination
 
 
 @dataclass(frozen=True)
 class SolveOptions:
-    """Options every backend receives (the same for all; ``options`` are native and passed through)."""
+    """Options every backend receives (the same for all; ``options`` are native).
+
+    ``budget`` is the command's one :class:`~milopt.solvers.budget.TimeBudget`: a backend hands
+    its solver :meth:`seconds_left` right before starting it.  ``time_limit`` alone (no budget)
+    starts a budget of that many seconds when the options are made."""
 
     time_limit: float | None = None
     mip_gap: float | None = None
@@ -49,12 +66,15 @@ class SolveOptions:
     #: called as ``on_incumbent(seconds, objective, x)`` for every improving solution, by the
     #: backends that report a trajectory (the driver streams them out of an isolated solve)
     on_incumbent: Callable | None = None
+    budget: TimeBudget | None = None
 
-    def get(self, key, default=None):  # dict-style access, as older backends read their options
-        return getattr(self, key, default)
+    def __post_init__(self):
+        if self.budget is None and self.time_limit is not None:
+            object.__setattr__(self, "budget", TimeBudget(self.time_limit))
 
-    def __getitem__(self, key):
-        return getattr(self, key)
+    def seconds_left(self) -> float | None:
+        """What is left of the budget now (at least the floor); None without a limit."""
+        return None if self.budget is None else self.budget.remaining()
 
 
 @dataclass
@@ -86,70 +106,116 @@ def map_status(status_map: Mapping, code, default: Termination = Termination.UNK
 
 
 @dataclass
-class Backend:
-    """A solver backend.
+class Outcome:
+    """What :meth:`Backend.outcome` reads from the solver after a solve.
 
-    Parameters
+    ``code`` is the key of the backend's status map; ``bound`` is a bound of the solver's own
+    (branch and bound), None for a continuous solve (:func:`~milopt.solvers.result.finish` then
+    uses the objective of a proven optimum); ``row_dual`` are the linear rows' multipliers
+    (for :mod:`milopt.solvers.certify`)."""
+
+    code: Any
+    x: np.ndarray | None = None
+    objective: float | None = None
+    bound: float | None = None
+    iterations: int | None = None
+    nodes: int | None = None
+    status_text: str = ""
+    extra: dict = field(default_factory=dict)
+    row_dual: np.ndarray | None = None
+    log: str = ""
+    history: tuple = ()
+    #: a termination decided by the backend itself (overrides the status map)
+    termination: Termination | None = None
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend takes and does.
+
+    Attributes
     ----------
-    name : str
-        milopt name (``highs``, ``scip``, ``cplex``, ...).
-    classes : set of str
-        Problem classes it solves (LP, QP, QCQP, MILP, MIQP, MIQCQP) and features
-        (``SOS``, ``INDICATOR``).
-    module : str
-        Python module that must be importable.
-    version : callable() -> str
-    solve_matrix : callable(MatrixForm, SolveOptions) -> RawResult, optional
-        The solve, from the matrix form (the normal case).
-    run : callable(model, options: dict) -> SolveResult, optional
-        The solve, from the Pyomo model itself (plugins of the older kind; ``bnb``).
-    status_map : mapping
-        The solver's status codes → :class:`Termination` (documentation and one place to read).
-    skip : callable(MatrixForm, SolveOptions) -> (bool, str), optional
-        Whether this backend cannot take this model, and the one-line reason with the fix.
-    description, install, limits : str
-        For ``milopt list`` and the capability table.
+    classes : frozenset of str
+        Problem classes (LP, QP, QCQP, MILP, MIQP, MIQCQP) and features (``SOS``, ``INDICATOR``).
     formulations : tuple of str
-        When given, the only formulations (public names) the backend accepts.
+        When given, the only formulations (public names) it accepts.
     generic : bool
-        False for a structure-aware backend that solves only some formulations of its classes
-        (e.g. ``bnb``): used when named or for those formulations, never for ``auto``.
-    write : callable(model, path) -> dict, optional
-        Writer for models only this backend can represent (kept for plugins).
+        False for a structure-aware backend (``bnb``): used when named, never for ``auto``.
     isolated : bool
-        Run ``solve_matrix`` in a child process with a hard deadline (time limit plus a grace
-        period): a solver that hangs or aborts in native code then ends as ``time_limit`` or
-        ``error`` instead of hanging or killing the Python process.
+        Solve in a child process with a hard deadline (a solver that can hang or abort in
+        native code, or that checks its time limit too rarely).
     trajectory, warm_start, threads : bool
-        Capabilities for the table: reports the incumbent trajectory, takes a start, honours a
-        thread count.
-    params : ParamSet, optional
-        Options the backend declares (typed, with defaults and help), e.g. ``bnb``'s.
+        Reports the incumbent trajectory; takes a start; honours a thread count.
+    certify : bool
+        Its claims of optimality on continuous models carry no bound of its own: the skeleton
+        checks them from the matrix form (:mod:`milopt.solvers.certify`).
     """
 
-    name: str
-    classes: frozenset
-    module: str
-    version: Callable[[], str]
-    run: Callable | None = None
-    solve_matrix: Callable | None = None
-    status_map: Mapping = field(default_factory=dict)
-    skip: Callable | None = None
-    description: str = ""
-    install: str = ""
-    limits: str = ""
-    aliases: tuple = ()
-    write: Callable | None = None
+    classes: frozenset = frozenset()
     formulations: tuple = ()
     generic: bool = True
     isolated: bool = False
     trajectory: bool = False
     warm_start: bool = False
     threads: bool = True
-    #: the backend's own options as a :class:`milopt.params.ParamSet` (``--set key=value`` on
-    #: ``milopt solve`` reaches them, typed); None: native options pass through unchecked
-    params: object = None
-    _available: bool | None = field(default=None, repr=False)
+    certify: bool = False
+
+
+@dataclass(frozen=True)
+class About:
+    """For ``milopt list`` and the capability table: one line, how to install, limits."""
+
+    description: str = ""
+    install: str = ""
+    limits: str = ""
+
+
+class Backend:
+    """A solver backend (subclass it; see the module docstring for the skeleton it fills in).
+
+    Class attributes: ``name``, ``module`` (the Python module that must be importable),
+    ``aliases``, ``caps`` (:class:`Capabilities`), ``about`` (:class:`About`), ``status_map``
+    (the solver's status codes -> :class:`Termination`), ``rewrites`` (steps of
+    :mod:`milopt.solvers.rewrites`), ``params`` (declared native options, a
+    :class:`milopt.params.ParamSet`, or None: native options are passed through),
+    ``option_hint`` (what a native option name looks like, for the error line) and
+    ``native_errors`` (the solver's exception types, turned into ``error`` results).
+    Keyword arguments of the constructor override them for one instance.
+    """
+
+    name: str = ""
+    module: str = ""
+    aliases: tuple = ()
+    caps: Capabilities = Capabilities()
+    about: About = About()
+    status_map: Mapping = {}
+    rewrites: tuple = ()
+    params: Any = None
+    option_hint: str = "a native option name"
+    native_errors: tuple = ()
+    takes_model: bool = False
+
+    def __init__(self, **overrides):
+        for k, v in overrides.items():
+            if not hasattr(type(self), k):
+                raise TypeError(f"{type(self).__name__}: unknown attribute {k!r}")
+            setattr(self, k, v)
+        self._available = None
+
+    def __repr__(self):
+        return f"<backend {self.name}>"
+
+    # ------------------------------------------------------------ declarations
+    @property
+    def classes(self) -> frozenset:
+        return self.caps.classes
+
+    @property
+    def description(self) -> str:
+        return self.about.description
+
+    def version(self) -> str:
+        return ""
 
     def available(self) -> bool:
         if self._available is None:
@@ -160,15 +226,148 @@ class Backend:
         return self._available
 
     def supports(self, cls: str, features=(), formulation: str | None = None) -> bool:
-        if self.formulations and formulation not in self.formulations:
+        if self.caps.formulations and formulation not in self.caps.formulations:
             return False
-        return cls in self.classes and all(f in self.classes for f in features)
+        return cls in self.caps.classes and all(f in self.caps.classes for f in features)
 
     def cannot_take(self, mf, opts: SolveOptions) -> tuple[bool, str]:
-        """``(True, reason)`` when this backend cannot take ``mf`` (its ``skip`` hook)."""
-        if self.skip is None:
-            return False, ""
-        return self.skip(mf, opts)
+        """``(True, reason)`` when this backend cannot take ``mf`` (a licence limit, a feature
+        it lacks), asked before the solve; ``(False, "")`` otherwise."""
+        return False, ""
+
+    def solve_model(self, model, opts: SolveOptions):
+        """The solve of a backend with ``takes_model = True``: a :class:`SolveResult`."""
+        raise NotImplementedError(f"{self.name} solves from the matrix form")
+
+    # ------------------------------------------------------------ the skeleton
+    def solve_matrix(self, mf, opts: SolveOptions) -> RawResult:
+        """Solve ``mf`` (see the module docstring); never raises for a solver failure."""
+        from milopt.solvers.rewrites import rewrite
+        from milopt.solvers.trajectory import Incumbents
+
+        budget = opts.budget if opts.budget is not None else TimeBudget(None)
+        t0 = time.perf_counter()
+        form, undo = rewrite(mf, self.rewrites)
+        incumbents = Incumbents(int(form.sense), t0, opts.on_incumbent)
+        session = None
+        with quiet_output():
+            try:
+                session = self.open(form, opts)
+                extra = dict(self.build(session, form, opts, incumbents) or {})
+                self.set_common(session, form, opts)
+                left = budget.remaining()
+                if left is not None:
+                    self.set_time_limit(session, left)
+                self.set_options(session, opts.options)  # last: a native option overrides the common ones
+                extra["build_seconds"] = time.perf_counter() - t0
+                self.optimize(session, form, opts, extra)
+                extra["solve_seconds"] = time.perf_counter() - t0 - extra["build_seconds"]
+                out = self.outcome(session, form, extra)
+            except self.native_errors as exc:
+                return undo(self.failure(exc, form, incumbents))
+            finally:
+                if session is not None:
+                    self.close(session)
+            term = out.termination if out.termination is not None else map_status(self.status_map, out.code)
+            has = out.x is not None
+            raw = RawResult(termination=term, x=out.x, objective=out.objective if has else None, bound=out.bound,
+                            iterations=out.iterations, nodes=out.nodes, status_text=out.status_text, log=out.log,
+                            trajectory=incumbents.finish(out.objective, has, out.x), extra=out.extra,
+                            history=out.history)
+            if self.caps.certify:
+                from milopt.solvers.certify import certify_optimal
+
+                raw = certify_optimal(form, raw, out.row_dual, recheck=lambda: self._polished(form, opts, budget))
+        return undo(raw)
+
+    # ------------------------------------------------------------ hooks (the API calls)
+    def open(self, mf, opts: SolveOptions):
+        """A new, empty solver model (the session every other hook receives)."""
+        raise NotImplementedError
+
+    def build(self, session, mf, opts: SolveOptions, incumbents) -> dict | None:
+        """Load ``mf`` (and a warm start, callbacks) into the session; details for ``extra``."""
+        raise NotImplementedError
+
+    def set_common(self, session, mf, opts: SolveOptions) -> None:
+        """Threads and the relative gap (when given)."""
+
+    def set_option(self, session, name: str, value) -> None:
+        """One native option (raise on a name or value the solver refuses)."""
+        raise NotImplementedError(f"{self.name} takes no native options")
+
+    def option_names(self, session) -> list:
+        """Every native option name the solver knows (for suggestions; may be empty)."""
+        return []
+
+    def set_options(self, session, options) -> None:
+        """Native options through :meth:`set_option`; a refused one raises one
+        :class:`~milopt.errors.InvalidParameterError` line naming it, the solver's reason and
+        the closest valid names."""
+        from milopt.errors import InvalidParameterError
+
+        for k, v in dict(options or {}).items():
+            try:
+                self.set_option(session, str(k), v)
+            except InvalidParameterError:
+                raise
+            except Exception as exc:
+                raise InvalidParameterError(self._option_error(session, str(k), v, exc)) from None
+
+    def _option_error(self, session, name, value, exc) -> str:
+        try:
+            known = list(self.option_names(session))
+        except Exception:
+            known = []
+        close = difflib.get_close_matches(name, known, n=5, cutoff=0.6) if known else []
+        why = one_line(exc)
+        if known and name not in known:
+            why = "no such option"
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        return f"{self.name} option {name}={value!r}: {why}; {hint}give {self.option_hint}"
+
+    def set_time_limit(self, session, seconds: float) -> None:
+        """Hand the solver ``seconds`` (what is left of the budget)."""
+        raise NotImplementedError
+
+    def optimize(self, session, mf, opts: SolveOptions, extra: dict) -> None:
+        raise NotImplementedError
+
+    def outcome(self, session, mf, extra: dict) -> Outcome:
+        raise NotImplementedError
+
+    def polish(self, mf, opts: SolveOptions, budget: TimeBudget):
+        """A second solve with tolerances that reach the optimum, for :mod:`~milopt.solvers.certify`
+        when the first answer's check fails: ``(Outcome, row_dual)`` or None (no such solve)."""
+        return None
+
+    def _polished(self, mf, opts, budget):
+        out = self.polish(mf, opts, budget)
+        if out is None or (out.termination or map_status(self.status_map, out.code)) != Termination.OPTIMAL:
+            return None
+        return out
+
+    def failure(self, exc, mf, incumbents) -> RawResult:
+        """The ``error`` result of a native exception (a backend translates licence refusals)."""
+        return error_result(f"{self.name}: {one_line(exc)}", trajectory=incumbents.points)
+
+    def close(self, session) -> None:
+        """Free the solver model."""
+
+
+def error_result(message: str, *, licence: bool = False, trajectory=None) -> RawResult:
+    """A :class:`RawResult` with termination error and the one-line message."""
+    extra = {"error": message}
+    if licence:
+        extra["licence_limit"] = True
+    return RawResult(termination=Termination.ERROR, status_text=message, log=message, extra=extra,
+                     trajectory=list(trajectory or []))
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line (its type and first non-empty message line)."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 @contextmanager
@@ -198,3 +397,15 @@ def quiet_stdout():
             pass
         os.dup2(saved, fd)
         os.close(saved)
+
+
+@contextmanager
+def quiet_output():
+    """Keep stdout for milopt's own output while a solver runs: what native code writes to file
+    descriptor 1 goes to stderr (:func:`quiet_stdout`), and so does what the solver's Python
+    layer prints through ``sys.stdout`` (gurobipy's and xpress's logs are printed from Python,
+    which a replaced ``sys.stdout`` -- a captured or redirected one -- would otherwise receive)."""
+    import contextlib
+
+    with quiet_stdout(), contextlib.redirect_stdout(sys.stderr):
+        yield

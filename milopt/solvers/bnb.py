@@ -21,6 +21,7 @@ import numpy as np
 
 from milopt.algorithms.bnb import PARAMS, solve_bags
 from milopt.errors import UnsupportedProblemError
+from milopt.solvers.backend import About, Backend, Capabilities
 
 
 def _version():
@@ -64,18 +65,18 @@ def _finish(model, opts, mod, meta, bags, kernel=None):
     from milopt.solvers.result import Termination
 
     t_start = time.perf_counter()
-    o = PARAMS.resolve(opts.get("options") or {}, "bnb options")
+    o = PARAMS.resolve(opts.options or {}, "bnb options")
     starts = []
-    if opts.get("warm_start") and kernel is None:
+    if opts.warm_start and kernel is None:
         d = meta["n_features"]
         wv = [pe.value(model.w[k], exception=False) for k in range(d)]
         if all(v is not None for v in wv):
             starts.append((np.array(wv, dtype=float), float(pe.value(model.b, exception=False) or 0.0)))
-    gap = opts.get("mip_gap")
+    gap = opts.mip_gap
     gap = 1e-4 if gap is None else float(gap)
     out = solve_bags(bags, C=meta["C"], class_weight=meta["class_weight"], costs=np.asarray(meta["costs"]),
-                     time_limit=opts.get("time_limit"), mip_gap=gap, starts=starts, kernel=kernel,
-                     verbose=bool(opts.get("verbose")), **o)
+                     time_limit=opts.seconds_left(), mip_gap=gap, starts=starts, kernel=kernel,
+                     verbose=bool(opts.verbose), **o)
     if kernel is None:
         mod.warm_start(model, out["w"], out["b"])        # load w, b, ξ, ζ (witness = best instance)
         obj_model = float(pe.value(model.obj))
@@ -98,21 +99,28 @@ def _finish(model, opts, mod, meta, bags, kernel=None):
     if abs(obj_model - out["objective"]) > 1e-6 * max(1.0, abs(obj_model)):
         extra["note"] = ("the model's objective at the loaded point differs from the MI-SVM objective "
                          "(a big-M smaller than valid restricts the model)")
-    res = finish("bnb", _version(), opts.get("problem_class", "MIQP"), term, True, obj_model, out["bound"],
+    res = finish("bnb", _version(), opts.problem_class or "MIQP", term, True, obj_model, out["bound"],
                  time.perf_counter() - t_start, iterations=out["iterations"], nodes=out["nodes"], extra=extra)
     return replace(res, history=tuple(out["history"]))
 
 
-def _register():
-    from milopt.solvers.driver import Backend, register_backend
+class BnbBackend(Backend):
+    """The driver backend of milopt's branch and bound (takes the model: it needs its data)."""
 
-    backend = Backend(
-        name="bnb", classes=frozenset({"MIQP", "QP"}), module="numpy", generic=False, run=_run, version=_version,
-        formulations=("misvm-bigm", "misvm-kernel-bigm"),
-        description="milopt's branch and bound over witness selections for MI-SVM (misvm-bigm with l2; "
-                    "misvm-kernel-bigm with any kernel)")
-    backend.params = PARAMS     # declared native options: `--set key=value` reaches them (milopt.runner)
-    register_backend(backend)
+    name = "bnb"
+    module = "numpy"
+    takes_model = True
+    caps = Capabilities(classes=frozenset({"MIQP", "QP"}), generic=False,
+                        formulations=("misvm-bigm", "misvm-kernel-bigm"))
+    about = About(description="milopt's branch and bound over witness selections for MI-SVM (misvm-bigm with l2; "
+                              "misvm-kernel-bigm with any kernel)")
+    params = PARAMS     # declared native options: `--set key=value` reaches them (milopt.runner)
+
+    def version(self):
+        return _version()
+
+    def solve_model(self, model, opts):
+        return _run(model, opts)
 
 
-_register()
+BACKEND = BnbBackend()

@@ -43,10 +43,10 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.solvers._commercial import (Deadline, Incumbents, csr_rows, error_result, finite, integer_codes, is_mip,
-                                        licence_message, licence_skip, native_rows, one_line, one_sided, one_sided_rows,
-                                        priority_columns, quiet_output, ranged_rows, set_native, start_pairs)
-from milopt.solvers.backend import Backend, RawResult, map_status
+from milopt.solvers import rewrites as rw
+from milopt.solvers._commercial import (csr_rows, integer_codes, licence_message, licence_skip, native_rows,
+                                        priority_columns, ranged_rows, start_pairs)
+from milopt.solvers.backend import About, Backend, Capabilities, Outcome, error_result, one_line, quiet_output
 from milopt.solvers.result import Termination as T
 
 #: CPLEX solution status codes (CPX_STAT_*, CPXMIP_*) → Termination
@@ -99,11 +99,14 @@ LICENCE_ERRORS = {1016}  # CPXERR_RESTRICTED_VERSION ("Community Edition. Proble
 FULL_LICENCE = ("install the CPLEX Python API of a full IBM ILOG CPLEX Optimization Studio (pip install "
                 "<studio>/cplex/python) in place of the community wheel, or use another solver (--solver scip)")
 
-
-def _version() -> str:
-    import cplex
-
-    return str(cplex.__version__)
+#: Community Edition limits (measured: CPLEX Error 1016 past them)
+COMMUNITY_VARIABLES = 1000
+COMMUNITY_CONSTRAINTS = 1000
+LICENCE_ERRORS = {1016}  # CPXERR_RESTRICTED_VERSION ("Community Edition. Problem size limits exceeded")
+FULL_LICENCE = ("install the CPLEX Python API of a full IBM ILOG CPLEX Optimization Studio (pip install "
+                "<studio>/cplex/python) in place of the community wheel, or use another solver (--solver scip)")
+#: CPLEX's infinite bound
+CPLEX_INF = 1e20
 
 
 def native_size(mf) -> tuple[int, int]:
@@ -150,18 +153,10 @@ def _limit_message(mf) -> str:
                            {"variables": cols, "constraints": rows}, FULL_LICENCE)
 
 
-def skip(mf, opts) -> tuple[bool, str]:
-    """Refuse, before building, an instance over the Community Edition's limits when that is the
-    installed edition (probed once); a full edition takes everything."""
-    cols, rows = native_size(mf)
-    over = cols > COMMUNITY_VARIABLES or rows > COMMUNITY_CONSTRAINTS
-    return licence_skip(_limit_message(mf) if over else None, "cplex", _probe_community)
-
-
 class _Candidates:
     """Generic callback (candidate context): record each new integer feasible point's objective."""
 
-    def __init__(self, incumbents: Incumbents):
+    def __init__(self, incumbents):
         self.incumbents = incumbents
 
     def invoke(self, context):
@@ -169,84 +164,10 @@ class _Candidates:
             self.incumbents.add(context.get_candidate_objective(), context.get_candidate_point)
 
 
-def _set_param(c, name: str, value) -> None:
-    obj = c.parameters
-    for part in name.split("."):
-        obj = getattr(obj, part)
-    obj.set(value)
-
-
-def _build(c, mf, opts, incumbents: Incumbents) -> dict:
-    """Load ``mf`` into the empty problem ``c``; returns details for ``RawResult.extra``."""
-    n = mf.n_cols
-    codes = integer_codes(mf)
-    integer = bool(np.any(codes != "C"))
-    c.variables.add(obj=np.asarray(mf.c, dtype=float).tolist(), lb=finite(mf.col_lb).tolist(),
-                    ub=finite(mf.col_ub).tolist(), types="".join(codes.tolist()) if integer else "")
-    c.objective.set_sense(c.objective.sense.maximize if mf.sense < 0 else c.objective.sense.minimize)
-    if mf.c0:
-        c.objective.set_offset(float(mf.c0))
-    if mf.has_quadratic_objective():
-        ptr, idx, val = csr_rows(mf.Q)  # rows of the symmetric Q = its columns
-        il, vl = idx.tolist(), val.tolist()
-        c.objective.set_quadratic([[il[a:b], vl[a:b]] for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist())])
-
-    # linear rows: one CPLEX row each (a range is sense R: rhs ≤ a'x ≤ rhs + range)
-    rows, sense, rhs, rng = ranged_rows(mf.row_lb, mf.row_ub, range_from="lb")
-    if rows.size:
-        c.linear_constraints.add(lin_expr=_sparse_pairs(mf.A, rows), senses="".join(sense.tolist()),
-                                 rhs=rhs.tolist(), range_values=rng.tolist())
-
-    for k, q in enumerate(mf.qrows):
-        lin_i, lin_v = _merge(q.lin_idx, q.lin_val)
-        for s, (sn, r) in enumerate(one_sided(q.lb, q.ub)):
-            c.quadratic_constraints.add(lin_expr=[lin_i, lin_v],
-                                        quad_expr=[np.asarray(q.qi).tolist(), np.asarray(q.qj).tolist(),
-                                                   np.asarray(q.qv, dtype=float).tolist()],
-                                        sense=sn, rhs=r, name=(q.name or f"q{k}") + ("" if s == 0 else "_lo"))
-
-    if mf.n_indicators:
-        rows, sen, rhs_i = one_sided_rows(mf.ind_lb, mf.ind_ub)
-        if rows.size:
-            c.indicator_constraints.add_batch(
-                lin_expr=_sparse_pairs(mf.ind_A, rows), sense=sen.tolist(), rhs=rhs_i.tolist(),
-                indvar=np.asarray(mf.ind_binary, dtype=np.int64)[rows].tolist(),
-                complemented=np.where(np.asarray(mf.ind_active)[rows] == 1, 0, 1).tolist())
-
-    for k, s in enumerate(mf.sos):
-        c.SOS.add(type=str(int(s.level)), SOS=[np.asarray(s.idx).tolist(), np.asarray(s.weights, dtype=float).tolist()],
-                  name=s.name or f"sos{k}")
-
-    cols, pri = priority_columns(mf)
-    if cols.size:
-        d = c.order.branch_direction.default
-        c.order.set([(j, p, d) for j, p in zip(cols.tolist(), pri.tolist())])
-
-    extra = {"cplex_variables": n}
-    mip = is_mip(mf)
-    if opts.warm_start and opts.x0 is not None and mip:
-        idx, vals = start_pairs(opts.x0)
-        if idx.size:
-            c.MIP_starts.add([idx.tolist(), vals.tolist()], c.MIP_starts.effort_level.auto, "milopt_start")
-        extra["warm_start_entries"] = int(idx.size)
-    if mip:
-        import cplex
-
-        c.set_callback(_Candidates(incumbents), cplex.callbacks.Context.id.candidate)
-
-    if opts.threads is not None:
-        c.parameters.threads.set(int(opts.threads))
-    if opts.mip_gap is not None:
-        c.parameters.mip.tolerances.mipgap.set(float(opts.mip_gap))
-    set_native(lambda k, v: _set_param(c, k, v), opts.options, "cplex",
-               "a CPLEX parameter path as in the Python API, e.g. mip.strategy.search=1")
-    return extra
-
-
-def _sparse_pairs(A, rows) -> list:
-    """``[[indices, values], ...]`` of the given rows of ``A`` (duplicates summed), as CPLEX's
+def _sparse_pairs(A) -> list:
+    """``[[indices, values], ...]`` of the rows of ``A`` (duplicates summed), as CPLEX's
     ``lin_expr`` takes them."""
-    ptr, idx, val = csr_rows(sp.csr_matrix(A)[np.asarray(rows)])
+    ptr, idx, val = csr_rows(A)
     il, vl = np.split(idx, ptr[1:-1]), np.split(val, ptr[1:-1])
     return [[i.tolist(), v.tolist()] for i, v in zip(il, vl)]
 
@@ -261,87 +182,165 @@ def _merge(idx, val) -> tuple[list, list]:
     return u.tolist(), np.bincount(inv, weights=val).tolist()
 
 
-def _optimize(c, dl: Deadline) -> None:
-    left = dl.remaining()
-    if left is not None:
-        c.parameters.timelimit.set(left)
-    c.solve()
+def _load(c, mf) -> None:
+    """Columns, objective and every kind of row of ``mf`` into the empty problem ``c``."""
+    codes = integer_codes(mf)
+    c.variables.add(obj=np.asarray(mf.c, dtype=float).tolist(), lb=np.asarray(mf.col_lb, float).tolist(),
+                    ub=np.asarray(mf.col_ub, float).tolist(),
+                    types="".join(codes.tolist()) if np.any(codes != "C") else "")
+    c.objective.set_sense(c.objective.sense.maximize if mf.sense < 0 else c.objective.sense.minimize)
+    if mf.c0:
+        c.objective.set_offset(float(mf.c0))
+    if mf.has_quadratic_objective():
+        ptr, idx, val = csr_rows(mf.Q)  # rows of the symmetric Q = its columns
+        il, vl = idx.tolist(), val.tolist()
+        c.objective.set_quadratic([[il[a:b], vl[a:b]] for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist())])
+    if mf.A.shape[0]:  # one CPLEX row each (a range is sense R: rhs <= a'x <= rhs + range)
+        sense, rhs, rng = ranged_rows(mf.row_lb, mf.row_ub, range_from="lb")
+        c.linear_constraints.add(lin_expr=_sparse_pairs(mf.A), senses="".join(sense.tolist()),
+                                 rhs=rhs.tolist(), range_values=rng.tolist())
+    for q in mf.qrows:  # one-sided (rewrites.ONE_SIDED_QUADRATIC)
+        lin_i, lin_v = _merge(q.lin_idx, q.lin_val)
+        sn, r = ("E", q.lb) if q.lb == q.ub else ("L", q.ub) if np.isfinite(q.ub) else ("G", q.lb)
+        c.quadratic_constraints.add(lin_expr=[lin_i, lin_v],
+                                    quad_expr=[np.asarray(q.qi).tolist(), np.asarray(q.qj).tolist(),
+                                               np.asarray(q.qv, dtype=float).tolist()],
+                                    sense=sn, rhs=float(r), name=q.name)
+    if mf.n_indicators:  # one-sided (rewrites.ONE_SIDED_INDICATORS)
+        sense, rhs, _ = ranged_rows(mf.ind_lb, mf.ind_ub)
+        c.indicator_constraints.add_batch(
+            lin_expr=_sparse_pairs(mf.ind_A), sense=sense.tolist(), rhs=rhs.tolist(),
+            indvar=np.asarray(mf.ind_binary, dtype=np.int64).tolist(),
+            complemented=np.where(np.asarray(mf.ind_active) == 1, 0, 1).tolist())
+    for k, s in enumerate(mf.sos):
+        c.SOS.add(type=str(int(s.level)), SOS=[np.asarray(s.idx).tolist(), np.asarray(s.weights, dtype=float).tolist()],
+                  name=s.name or f"sos{k}")
+    cols, pri = priority_columns(mf)
+    if cols.size:
+        d = c.order.branch_direction.default
+        c.order.set([(j, p, d) for j, p in zip(cols.tolist(), pri.tolist())])
 
 
-def solve_matrix(mf, opts) -> RawResult:
-    """Solve ``mf`` with CPLEX (see the module docstring); never raises for a solver failure."""
-    dl = Deadline(opts.time_limit)
-    incumbents = Incumbents(int(mf.sense), dl.t0, opts.on_incumbent)
-    import cplex
-    from cplex.exceptions import CplexError, CplexSolverError
+class CplexBackend(Backend):
+    """CPLEX through its Python API (see the module docstring)."""
 
-    with quiet_output():
+    name = "cplex"
+    module = "cplex"
+    caps = Capabilities(classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
+                        trajectory=True, warm_start=True, threads=True)
+    about = About(description="IBM ILOG CPLEX through its Python API (LP, MILP, QP, MIQP, convex QCQP/MIQCQP; "
+                              "SOS, indicators)",
+                  install="pip install milopt[cplex]",
+                  limits="PyPI wheel = Community Edition: <= 1,000 variables and <= 1,000 constraints")
+    status_map = STATUS_MAP
+    rewrites = (rw.DROP_FREE_ROWS, rw.ONE_SIDED_QUADRATIC, rw.ONE_SIDED_INDICATORS, rw.finite_bounds(CPLEX_INF))
+    option_hint = "a CPLEX parameter path as in the Python API, e.g. mip.strategy.search=1"
+
+    @property
+    def native_errors(self):
+        from cplex.exceptions import CplexError
+
+        return (CplexError,)
+
+    def version(self) -> str:
+        import cplex
+
+        return str(cplex.__version__)
+
+    def cannot_take(self, mf, opts):
+        """Refuse, before building, an instance over the Community Edition's limits when that is
+        the installed edition (probed once); a full edition takes everything."""
+        cols, rows = native_size(mf)
+        over = cols > COMMUNITY_VARIABLES or rows > COMMUNITY_CONSTRAINTS
+        return licence_skip(_limit_message(mf) if over else None, "cplex", _probe_community)
+
+    def open(self, mf, opts):
+        import cplex
+
         c = cplex.Cplex()
+        _quiet(c, bool(opts.verbose))
+        return c
+
+    def build(self, c, mf, opts, incumbents):
+        _load(c, mf)
+        extra = {"cplex_variables": mf.n_cols}
+        if mf.is_mip():
+            if opts.warm_start and opts.x0 is not None:
+                idx, vals = start_pairs(opts.x0)
+                if idx.size:
+                    c.MIP_starts.add([idx.tolist(), vals.tolist()], c.MIP_starts.effort_level.auto, "milopt_start")
+                extra["warm_start_entries"] = int(idx.size)
+            import cplex
+
+            c.set_callback(_Candidates(incumbents), cplex.callbacks.Context.id.candidate)
+        return extra
+
+    def set_common(self, c, mf, opts):
+        if opts.threads is not None:
+            c.parameters.threads.set(int(opts.threads))
+        if opts.mip_gap is not None:
+            c.parameters.mip.tolerances.mipgap.set(float(opts.mip_gap))
+
+    def set_option(self, c, name, value):
+        obj = c.parameters
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        obj.set(value)
+
+    def set_time_limit(self, c, seconds):
+        c.parameters.timelimit.set(seconds)
+
+    def optimize(self, c, mf, opts, extra):
+        from cplex.exceptions import CplexSolverError
+
         try:
-            _quiet(c, bool(opts.verbose))
-            extra = _build(c, mf, opts, incumbents)
-            extra["build_seconds"] = dl.elapsed()
-            try:
-                _optimize(c, dl)
-            except CplexSolverError as exc:
-                # a non-convex objective: CPLEX solves it to global optimality when asked to
-                if _code(exc) == 5002 and "objective" in str(exc) and not mf.qrows:
-                    c.parameters.optimalitytarget.set(3)
-                    extra["optimalitytarget"] = 3
-                    _optimize(c, dl)
-                else:
-                    raise
-            extra["solve_seconds"] = dl.elapsed() - extra["build_seconds"]
-            return _result(c, mf, extra, incumbents)
+            c.solve()
         except CplexSolverError as exc:
-            code = _code(exc)
-            if code in LICENCE_ERRORS:
-                return error_result(_limit_message(mf), licence=True, trajectory=incumbents.points)
-            if code == 5002:
-                return error_result(f"cplex: {' '.join(str(exc).split())}: CPLEX solves convex quadratic rows and "
-                                    "second-order cones only; use gurobi, xpress or scip for this model")
-            return error_result(f"cplex: {one_line(exc)}", trajectory=incumbents.points)
-        except CplexError as exc:
-            return error_result(f"cplex: {one_line(exc)}", trajectory=incumbents.points)
-        finally:
-            c.end()
+            # a non-convex objective: CPLEX solves it to global optimality when asked to
+            if _code(exc) == 5002 and "objective" in str(exc) and not mf.qrows:
+                c.parameters.optimalitytarget.set(3)
+                extra["optimalitytarget"] = 3
+                c.solve()
+            else:
+                raise
 
-
-def _result(c, mf, extra: dict, incumbents: Incumbents) -> RawResult:
-    sol = c.solution
-    status = int(sol.get_status())
-    term = map_status(STATUS_MAP, status)
-    has = sol.get_solution_type() != sol.type.none and bool(sol.is_primal_feasible())
-    x = np.asarray(sol.get_values(), dtype=float) if has else None
-    obj = float(sol.get_objective_value()) if has else None
-    ptype = c.get_problem_type()
-    mip = ptype in (c.problem_type.MILP, c.problem_type.MIQP, c.problem_type.MIQCP)
-    bound = nodes = None
-    if mip:
+    def outcome(self, c, mf, extra) -> Outcome:
+        sol = c.solution
+        status = int(sol.get_status())
+        has = sol.get_solution_type() != sol.type.none and bool(sol.is_primal_feasible())
+        ptype = c.get_problem_type()
+        bound = nodes = None
+        if ptype in (c.problem_type.MILP, c.problem_type.MIQP, c.problem_type.MIQCP):
+            try:
+                bound = float(sol.MIP.get_best_objective())
+            except Exception:
+                bound = None
+            if bound is not None and abs(bound) >= CPLEX_INF:
+                bound = None
+            nodes = int(sol.progress.get_num_nodes_processed())
+        iters = int(sol.progress.get_num_iterations())
         try:
-            bound = float(sol.MIP.get_best_objective())
+            iters += int(sol.progress.get_num_barrier_iterations())
         except Exception:
-            bound = None
-        if bound is not None and abs(bound) >= 1e20:
-            bound = None
-        nodes = int(sol.progress.get_num_nodes_processed())
-    elif term == T.OPTIMAL:
-        bound = obj
-    iters = int(sol.progress.get_num_iterations())
-    try:
-        iters += int(sol.progress.get_num_barrier_iterations())
-    except Exception:
-        pass
-    extra.update(status_code=status, problem_type=c.problem_type[ptype])
-    return RawResult(termination=term, x=x, objective=obj, bound=bound, iterations=iters, nodes=nodes,
-                     status_text=sol.get_status_string(), trajectory=incumbents.finish(obj, has, x), extra=extra)
+            pass
+        extra.update(status_code=status, problem_type=c.problem_type[ptype])
+        return Outcome(code=status, x=np.asarray(sol.get_values(), dtype=float) if has else None,
+                       objective=float(sol.get_objective_value()) if has else None, bound=bound, iterations=iters,
+                       nodes=nodes, status_text=sol.get_status_string(), extra=extra)
+
+    def failure(self, exc, mf, incumbents):
+        from cplex.exceptions import CplexSolverError
+
+        code = _code(exc) if isinstance(exc, CplexSolverError) else None
+        if code in LICENCE_ERRORS:
+            return error_result(_limit_message(mf), licence=True, trajectory=incumbents.points)
+        if code == 5002:
+            return error_result(f"cplex: {' '.join(str(exc).split())}: CPLEX solves convex quadratic rows and "
+                                "second-order cones only; use gurobi, xpress or scip for this model")
+        return error_result(f"cplex: {one_line(exc)}", trajectory=incumbents.points)
+
+    def close(self, c):
+        c.end()
 
 
-BACKEND = Backend(
-    name="cplex", classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
-    module="cplex", version=_version, solve_matrix=solve_matrix, status_map=STATUS_MAP, skip=skip,
-    description="IBM ILOG CPLEX through its Python API (LP, MILP, QP, MIQP, convex QCQP/MIQCQP; SOS, indicators)",
-    install="pip install milopt[cplex]",
-    limits="PyPI wheel = Community Edition: <= 1,000 variables and <= 1,000 constraints",
-    trajectory=True, warm_start=True, threads=True)
-
+BACKEND = CplexBackend()

@@ -1,30 +1,23 @@
 """Solver-agnostic driver: a registry of backends and ``solve(model, solver=...)``.
 
-A backend declares the problem classes it solves (LP, QP, MILP, MIQP, QCQP, plus the
-constraint features SOS and INDICATOR) and the Python module it needs.  ``solve`` classifies the model,
-refuses a mismatch *before* handing anything to the solver ("HiGHS cannot solve MIQP;
-installed solvers that can: scip"), runs it, and returns a frozen :class:`SolveResult`.
-
-Hazards handled (see docs/solvers.md):
-
-* SCIP's log goes through a pipe that Pyomo reads; a log over ~64 KiB blocks SCIP and its time
-  limit never fires.  SCIP is kept quiet (``display/verblevel=0``) unless ``verbose=True``,
-  and then its display frequency is reduced.
-* HiGHS's global scheduler cannot change its thread count inside one process without
-  ``Highs.resetGlobalScheduler(True)``: done whenever the requested thread count changes.
+A backend (:class:`~milopt.solvers.backend.Backend`) declares the problem classes it solves (LP,
+QP, MILP, MIQP, QCQP, MIQCQP, plus the constraint features SOS and INDICATOR) and the Python
+module it needs.  ``solve`` extracts the model's matrix form once, reads its class from it
+(:meth:`milopt.matrix.MatrixForm.problem_class`, the one computation), refuses a mismatch
+*before* handing anything to the solver ("HiGHS cannot solve MIQP; installed solvers that can:
+scip"), runs it within the command's one time budget, and returns a frozen :class:`SolveResult`.
 """
 from __future__ import annotations
 
 import importlib
 import time
 
-import pyomo.environ as pe
-
 from milopt.errors import InvalidParameterError, NoSolutionError, SolverUnavailableError, UnsupportedProblemError
 from milopt.solvers.backend import Backend, SolveOptions  # noqa: F401  (Backend: the registration type)
+from milopt.solvers.budget import TimeBudget
 from milopt.solvers.result import SolutionStatus, SolveResult, Termination, finish, relative_gap  # noqa: F401
 
-PROBLEM_CLASSES = ("LP", "QP", "MILP", "MIQP", "QCQP", "MIQCQP")
+from milopt.matrix import PROBLEM_CLASSES  # noqa: F401,E402  (the classes, declared with the matrix form)
 
 
 def model_formulation(model) -> str | None:
@@ -83,7 +76,7 @@ def installed(cls: str | None = None, features=(), formulation: str | None = Non
     restricted to some formulations only when ``formulation`` is one of them)."""
     return [n for n, b in backends().items()
             if b.available() and (cls is None or (b.supports(cls, features, formulation)
-                                                  and (b.generic or formulation in b.formulations)))]
+                                                  and (b.caps.generic or formulation in b.caps.formulations)))]
 
 
 def get_backend(name: str) -> Backend:
@@ -103,66 +96,37 @@ def get_backend(name: str) -> Backend:
 
 
 def classify(model) -> tuple[str, tuple]:
-    """Problem class of a Pyomo model as it is now, and the special features it needs.
+    """Problem class of a Pyomo model as it is now, and the special features it needs: those of
+    its matrix form (:meth:`~milopt.matrix.MatrixForm.problem_class`, ``features``).
 
-    Variables, objective and constraints are inspected (rows built from matrices by
-    ``models/_linear`` are linear by construction and skipped; a row added or replaced later is
-    read); SOS sets and declared indicator rows give the features ``SOS`` / ``INDICATOR``.  A
-    model whose integer variables are all fixed is continuous.
-    """
-    integer = any(v.is_integer() or v.is_binary()
-                  for v in model.component_data_objects(pe.Var, active=True) if not v.fixed)
-    odeg = 0
-    for o in model.component_data_objects(pe.Objective, active=True):
-        qc = o.quad_cache() if hasattr(o, "quad_cache") else None
-        if qc is not None:
-            d = 2 if qc.Q is not None else 1
-        else:
-            d = o.expr.polynomial_degree()
-            d = 99 if d is None else d
-        odeg = max(odeg, d)
-    cdeg = 0
-    for comp in model.component_objects(pe.Constraint, active=True, descend_into=True):
-        cache = getattr(comp, "_milopt_rows", None)
-        datas = comp.values()
-        if cache is not None:
-            ok = cache.valid_rows(comp)
-            seen = {id(d) for d, good in zip(cache.datas, ok) if good}
-            datas = [d for d in datas if id(d) not in seen]
-        for c in datas:
-            if not c.active:
-                continue
-            d = c.body.polynomial_degree()
-            d = 99 if d is None else d
-            cdeg = max(cdeg, d)
-        if cdeg > 2:
-            break
-    if odeg > 2 or cdeg > 2:
-        cls = "NLP"
-    elif cdeg == 2:
-        cls = "MIQCQP" if integer else "QCQP"
-    elif odeg == 2:
-        cls = "MIQP" if integer else "QP"
-    else:
-        cls = "MILP" if integer else "LP"
-    feats = []
-    if any(True for _ in model.component_data_objects(pe.SOSConstraint, active=True)):
-        feats.append("SOS")
+    Rows added or replaced after building count; fixed variables are substituted (a model whose
+    integer variables are all fixed is continuous); integer columns, SOS sets and indicator rows
+    make a class mixed-integer."""
+    from milopt.solvers.extract import extract
+
+    mf = extract(model)
+    return mf.problem_class(), mf.features()
+
+
+def declared_class(model) -> tuple[str, tuple]:
+    """The class a model's builder declared (``ModelInfo.problem_class`` / ``features``), for a
+    backend that takes the model itself and never extracts it; else :func:`classify`."""
     from milopt.models.info import info
 
-    if info(model).indicators:
-        feats.append("INDICATOR")
-    return cls, tuple(feats)
+    rec = info(model)
+    if rec.problem_class:
+        return rec.problem_class, tuple(rec.features or ())
+    return classify(model)
 
 
 def check_supported(backend: Backend, cls: str, features=(), formulation: str | None = None) -> None:
     if not backend.supports(cls, features, formulation):
         need = cls + (" with " + "/".join(features) if features else "")
         able = installed(cls, features, formulation)
-        if backend.formulations and formulation not in backend.formulations and backend.supports(
-                cls, features, backend.formulations[0]):
+        only = backend.caps.formulations
+        if only and formulation not in only and backend.supports(cls, features, only[0]):
             raise UnsupportedProblemError(
-                f"{backend.name} solves only {', '.join(backend.formulations)} models, not "
+                f"{backend.name} solves only {', '.join(only)} models, not "
                 f"{formulation or 'this model'}; installed solvers that can: {', '.join(able) or 'none'}")
         raise UnsupportedProblemError(
             f"{backend.name} cannot solve {need} problems; installed solvers that can: "
@@ -172,13 +136,6 @@ def check_supported(backend: Backend, cls: str, features=(), formulation: str | 
 #: what ``solver="auto"`` prefers per problem class (then any installed backend that can)
 AUTO_PREFERENCE = {"LP": ["highs", "scip"], "MILP": ["highs", "scip"], "QP": ["highs", "ipopt", "scip"],
                    "MIQP": ["scip"], "QCQP": ["scip", "ipopt"], "MIQCQP": ["scip"]}
-
-
-def check_time_limit(time_limit) -> None:
-    """Refuse a time limit that is not a positive number of seconds (:func:`milopt.params.parse_seconds`)."""
-    from milopt.params import parse_seconds
-
-    parse_seconds("time_limit", time_limit)
 
 
 def choose(cls: str, feats=(), formulation: str | None = None, mf=None) -> str:
@@ -195,7 +152,8 @@ def choose(cls: str, feats=(), formulation: str | None = None, mf=None) -> str:
 
 def solve(model, solver: str = "auto", *, time_limit: float | None = None, mip_gap: float | None = None,
           threads: int | None = None, warm_start: bool = False, verbose: bool = False,
-          options: dict | None = None, raise_on_no_solution: bool = False, isolate: bool | None = None) -> SolveResult:
+          options: dict | None = None, raise_on_no_solution: bool = False, isolate: bool | None = None,
+          budget: TimeBudget | None = None, mf=None) -> SolveResult:
     """Solve a Pyomo model with the named backend and return a :class:`SolveResult`.
 
     The model's matrix form (:class:`milopt.matrix.MatrixForm`) is extracted once; its problem
@@ -226,31 +184,34 @@ def solve(model, solver: str = "auto", *, time_limit: float | None = None, mip_g
         Raise :class:`NoSolutionError` instead of returning a result with status none.
     isolate : bool, optional
         Run the solver in a child process with a hard deadline (default: the backend's
-        ``isolated`` flag; SCIP is isolated).  A solver that hangs or aborts then gives
-        ``time_limit`` or ``error`` with its last message, never a hung or dead process.
+        ``Capabilities.isolated``; SCIP and Ipopt are isolated).  A solver that hangs or aborts
+        then gives ``time_limit`` or ``error`` with its last message, never a hung or dead process.
+    budget : TimeBudget, optional
+        The time budget of a larger command this solve is part of (started when the command
+        started: loading and building counted); replaces ``time_limit``.
+    mf : MatrixForm, optional
+        The model's matrix form when the caller extracted it already (not extracted again).
     """
-    t_start = time.perf_counter()
-    check_time_limit(time_limit)
+    budget = budget if budget is not None else TimeBudget(time_limit)
     if mip_gap is not None and not (0 <= mip_gap < 1):
         raise InvalidParameterError(f"mip_gap: expected a relative gap in [0, 1), got {mip_gap}")
     form = model_formulation(model)
     backend = None if solver == "auto" else get_backend(solver)
-    if backend is not None and backend.solve_matrix is None:
-        return _solve_model(model, backend, form, t_start, time_limit, mip_gap, threads, warm_start, verbose, options,
-                            raise_on_no_solution)
-    from milopt.solvers.extract import extract
+    opts = dict(mip_gap=mip_gap, threads=threads, warm_start=warm_start, verbose=verbose,
+                options=dict(options or {}), budget=budget)
+    if backend is not None and backend.takes_model:
+        return _solve_model(model, backend, form, opts, raise_on_no_solution)
+    if mf is None:
+        from milopt.solvers.extract import extract
 
-    mf = extract(model)
+        mf = extract(model)
     cls, feats = mf.problem_class(), mf.features()
     if backend is None:
         backend = get_backend(choose(cls, feats, form, mf))
-        if backend.solve_matrix is None:
-            return _solve_model(model, backend, form, t_start, time_limit, mip_gap, threads, warm_start, verbose,
-                                options, raise_on_no_solution)
+        if backend.takes_model:
+            return _solve_model(model, backend, form, opts, raise_on_no_solution)
     check_supported(backend, cls, feats, form)
-    left = None if time_limit is None else max(0.01, float(time_limit) - (time.perf_counter() - t_start))
-    opts = SolveOptions(time_limit=left, mip_gap=mip_gap, threads=threads, warm_start=warm_start, verbose=verbose,
-                        options=dict(options or {}), problem_class=cls)
+    opts = SolveOptions(**opts, time_limit=budget.remaining(), problem_class=cls)
     skip, reason = backend.cannot_take(mf, opts)
     if skip:
         from milopt.errors import LicenceLimitError
@@ -259,13 +220,15 @@ def solve(model, solver: str = "auto", *, time_limit: float | None = None, mip_g
             raise LicenceLimitError(reason)
         raise UnsupportedProblemError(reason)
     if warm_start:
+        from dataclasses import replace
+
         from milopt.solvers.extract import start_vector
 
-        opts = SolveOptions(**{**opts.__dict__, "x0": start_vector(mf)})
+        opts = replace(opts, x0=start_vector(mf))
     from milopt.solvers.isolation import run_backend
 
-    raw = run_backend(backend, mf, opts, isolate=backend.isolated if isolate is None else bool(isolate),
-                      deadline=None if time_limit is None else t_start + float(time_limit))
+    raw = run_backend(backend, mf, opts, isolate=backend.caps.isolated if isolate is None else bool(isolate),
+                      deadline=budget.deadline)
     if raw.x is not None:
         from milopt.solvers.extract import load_solution
 
@@ -276,22 +239,20 @@ def solve(model, solver: str = "auto", *, time_limit: float | None = None, mip_g
     if raw.trajectory:
         extra["trajectory"] = [(float(t), float(v)) for t, v in raw.trajectory]
     res = finish(backend.name, _safe(backend.version), cls, raw.termination, raw.x is not None, raw.objective,
-                 raw.bound, time.perf_counter() - t_start, iterations=raw.iterations, nodes=raw.nodes, log=raw.log,
+                 raw.bound, budget.elapsed(), iterations=raw.iterations, nodes=raw.nodes, log=raw.log,
                  extra=extra, integer=cls.startswith("MI"), history=raw.history)
     return _after(res, backend, raise_on_no_solution)
 
 
-def _solve_model(model, backend, form, t_start, time_limit, mip_gap, threads, warm_start, verbose, options,
-                 raise_on_no_solution) -> SolveResult:
-    """A backend that takes the Pyomo model itself (``run(model, opts)``: ``bnb``, older plugins)."""
-    cls, feats = classify(model)
+def _solve_model(model, backend, form, opts: dict, raise_on_no_solution) -> SolveResult:
+    """A backend that takes the Pyomo model itself (``takes_model``: ``bnb``), with the class
+    its builder declared."""
+    cls, feats = declared_class(model)
     check_supported(backend, cls, feats, form)
-    left = None if time_limit is None else max(0.01, float(time_limit) - (time.perf_counter() - t_start))
-    opts = dict(time_limit=left, mip_gap=mip_gap, threads=threads, warm_start=warm_start,
-                verbose=verbose, options=dict(options or {}), problem_class=cls)
+    opts = SolveOptions(**opts, time_limit=opts["budget"].remaining(), problem_class=cls)
     t0 = time.perf_counter()
     try:
-        res = backend.run(model, opts)
+        res = backend.solve_model(model, opts)
     except (SolverUnavailableError, UnsupportedProblemError, InvalidParameterError):
         raise
     except Exception as exc:  # a solver failure is a status, not a crash

@@ -8,8 +8,9 @@ No file round trip and no Pyomo solver interface: :class:`milopt.matrix.MatrixFo
 * objective: ``setMObjective(½Q, c, c₀, sense)`` — Gurobi's matrix objective is
   :math:`x^\top Q' x + c^\top x + c_0`, so the matrix form's full symmetric Hessian enters
   halved;
-* linear rows: ``addMConstr`` per kind (``=``, ``≤``, ``≥``; a two-sided row as one ``≤`` and
-  one ``≥`` row: Gurobi's own ranges add a slack column);
+* linear rows: one ``addMConstr`` with senses ``=``, ``<``, ``>`` (a two-sided row is split
+  into a ``≤`` and a ``≥`` row by :data:`~milopt.solvers.rewrites.SPLIT_RANGES`: Gurobi's own
+  ranges add a slack column);
 * quadratic rows: ``addMQConstr`` with the term matrix :math:`T_{ij} = q` for each term
   :math:`q\,x_i x_j` over the columns involved (:math:`x^\top T x` counts each term once);
   non-convex rows and objectives are solved to global optimality (Gurobi's ``NonConvex``
@@ -38,10 +39,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.solvers._commercial import (Deadline, Incumbents, error_result, integer_codes, is_mip, licence_message,
-                                        licence_skip, native_rows, one_line, one_sided, one_sided_rows,
-                                        priority_columns, quiet_output, row_kinds, set_native)
-from milopt.solvers.backend import Backend, RawResult, map_status
+from milopt.solvers import rewrites as rw
+from milopt.solvers._commercial import (integer_codes, licence_message, licence_skip, native_rows, priority_columns)
+from milopt.solvers.backend import About, Backend, Capabilities, Outcome, error_result, one_line, quiet_output
 from milopt.solvers.result import Termination as T
 
 #: Gurobi optimisation status codes (GRB.Status) → Termination
@@ -75,11 +75,15 @@ LICENCE_ERRORS = {10009, 10010}  # NO_LICENSE, SIZE_LIMIT_EXCEEDED
 FULL_LICENCE = ("set GRB_LICENSE_FILE to a full gurobi.lic (academic or commercial, from grbgetkey), "
                 "or use another solver (--solver scip)")
 
-
-def _version() -> str:
-    import gurobipy
-
-    return ".".join(map(str, gurobipy.gurobi.version()))
+#: size-limited (pip) licence: measured with gurobipy 13.0.3
+RESTRICTED_VARIABLES = 2000
+RESTRICTED_CONSTRAINTS = 2000
+RESTRICTED_QUADRATIC_VARIABLES = 200
+LICENCE_ERRORS = {10009, 10010}  # NO_LICENSE, SIZE_LIMIT_EXCEEDED
+FULL_LICENCE = ("set GRB_LICENSE_FILE to a full gurobi.lic (academic or commercial, from grbgetkey), "
+                "or use another solver (--solver scip)")
+#: Gurobi's infinite bound (GRB.INFINITY)
+GUROBI_INF = 1e100
 
 
 def native_size(mf) -> tuple[int, int, bool]:
@@ -128,128 +132,55 @@ def _over(mf) -> str | None:
     return licence_message("gurobi", "size-limited Gurobi licence", limit, need, FULL_LICENCE, quadratic=quad)
 
 
-def skip(mf, opts) -> tuple[bool, str]:
-    """Refuse, before building, an instance over the size-limited licence when that is the
-    installed licence (probed once); a full licence takes everything."""
-    return licence_skip(_over(mf), "gurobi", _probe_restricted)
+def _one_sided(lb, ub) -> tuple[np.ndarray, np.ndarray]:
+    """Sense characters (``=``, ``<``, ``>``) and right-hand sides of one-sided rows."""
+    lb, ub = np.asarray(lb, dtype=float), np.asarray(ub, dtype=float)
+    eq = lb == ub
+    sense = np.where(eq, "=", np.where(np.isfinite(ub), "<", ">"))
+    return sense, np.where(sense == ">", lb, ub)
 
 
-def _inf(v, big):
-    v = np.asarray(v, dtype=float)
-    return np.where(np.isfinite(v), v, np.sign(v) * big)
-
-
-def _build(m, mf, opts):
+def _load(m, mf):
+    """Columns, objective and every kind of row of ``mf`` (all one-sided) into the model ``m``."""
     import gurobipy as gp
     from gurobipy import GRB
 
-    n = mf.n_cols
-    codes = integer_codes(mf)
-    x = m.addMVar(n, lb=_inf(mf.col_lb, GRB.INFINITY), ub=_inf(mf.col_ub, GRB.INFINITY), vtype=codes)
+    x = m.addMVar(mf.n_cols, lb=np.asarray(mf.col_lb, float), ub=np.asarray(mf.col_ub, float),
+                  vtype=integer_codes(mf))
     Q = 0.5 * sp.csr_matrix(mf.Q) if mf.has_quadratic_objective() else None
     m.setMObjective(Q, np.asarray(mf.c, dtype=float), float(mf.c0),
                     sense=GRB.MAXIMIZE if mf.sense < 0 else GRB.MINIMIZE)
-
-    A = sp.csr_matrix(mf.A)
-    if A.shape[0]:
-        k = row_kinds(mf.row_lb, mf.row_ub)
-        lb, ub = np.asarray(mf.row_lb, dtype=float), np.asarray(mf.row_ub, dtype=float)
-        for rows, sense, rhs in ((k.eq, "=", lb), (k.le, "<", ub), (k.ge, ">", lb), (k.rng, "<", ub), (k.rng, ">", lb)):
-            if rows.size:
-                m.addMConstr(A[rows], x, sense, rhs[rows])
-
-    for j, q in enumerate(mf.qrows):
+    if mf.A.shape[0]:
+        sense, rhs = _one_sided(mf.row_lb, mf.row_ub)
+        m.addMConstr(sp.csr_matrix(mf.A), x, sense, rhs)
+    for q in mf.qrows:
         qi, qj = np.asarray(q.qi, dtype=np.int64), np.asarray(q.qj, dtype=np.int64)
         u, inv = np.unique(np.concatenate([qi, qj]), return_inverse=True)
         Tq = sp.coo_matrix((np.asarray(q.qv, dtype=float), (inv[:qi.size], inv[qi.size:])), shape=(u.size, u.size))
         li = np.asarray(q.lin_idx, dtype=np.int64)
         lin = (np.asarray(q.lin_val, dtype=float), x[li]) if li.size else (None, None)
-        for sn, rhs in one_sided(q.lb, q.ub):
-            m.addMQConstr(Tq.tocsr(), lin[0], {"E": "=", "L": "<", "G": ">"}[sn], rhs, x[u], x[u], lin[1],
-                          name=q.name or f"q{j}")
-
+        sense, rhs = _one_sided([q.lb], [q.ub])
+        m.addMQConstr(Tq.tocsr(), lin[0], str(sense[0]), float(rhs[0]), x[u], x[u], lin[1], name=q.name)
     xl = x.tolist()
     if mf.n_indicators:
         G = sp.csr_matrix(mf.ind_A)
         G.sum_duplicates()
-        sense = {"E": GRB.EQUAL, "L": GRB.LESS_EQUAL, "G": GRB.GREATER_EQUAL}
-        rows, sen, rhs = one_sided_rows(mf.ind_lb, mf.ind_ub)
-        binary, active = np.asarray(mf.ind_binary)[rows].tolist(), (np.asarray(mf.ind_active)[rows] == 1).tolist()
-        for r, sn, v, z, on in zip(rows.tolist(), sen.tolist(), rhs.tolist(), binary, active):
+        sense, rhs = _one_sided(mf.ind_lb, mf.ind_ub)
+        native = {"=": GRB.EQUAL, "<": GRB.LESS_EQUAL, ">": GRB.GREATER_EQUAL}
+        binary, active = np.asarray(mf.ind_binary).tolist(), (np.asarray(mf.ind_active) == 1).tolist()
+        for r, (sn, v, z, on) in enumerate(zip(sense.tolist(), rhs.tolist(), binary, active)):
             a, b = G.indptr[r], G.indptr[r + 1]
             expr = gp.LinExpr(G.data[a:b].tolist(), [xl[j] for j in G.indices[a:b].tolist()])
-            m.addGenConstrIndicator(xl[z], on, expr, sense[sn], v)
-
+            m.addGenConstrIndicator(xl[z], on, expr, native[sn], v)
     for s in mf.sos:
         m.addSOS(GRB.SOS_TYPE1 if int(s.level) == 1 else GRB.SOS_TYPE2, [xl[j] for j in np.asarray(s.idx).tolist()],
                  np.asarray(s.weights, dtype=float).tolist())
-
     cols, pri = priority_columns(mf)
     if cols.size:
-        full = np.zeros(n, dtype=np.int64)
+        full = np.zeros(mf.n_cols, dtype=np.int64)
         full[cols] = pri
         x.setAttr("BranchPriority", full)
-
-    extra = {}
-    mip = is_mip(mf)
-    if opts.warm_start and opts.x0 is not None and mip:
-        x0 = np.asarray(opts.x0, dtype=float)
-        x.setAttr("Start", np.where(np.isfinite(x0), x0, GRB.UNDEFINED))
-        extra["warm_start_entries"] = int(np.isfinite(x0).sum())
-
-    if opts.threads is not None:
-        m.Params.Threads = int(opts.threads)
-    if opts.mip_gap is not None:
-        m.Params.MIPGap = float(opts.mip_gap)
-
-    set_native(m.setParam, opts.options, "gurobi", "a Gurobi parameter name, e.g. MIPFocus=1")
-    return x, extra
-
-
-def solve_matrix(mf, opts) -> RawResult:
-    """Solve ``mf`` with Gurobi (see the module docstring); never raises for a solver failure."""
-    dl = Deadline(opts.time_limit)
-    incumbents = Incumbents(int(mf.sense), dl.t0, opts.on_incumbent)
-    import gurobipy as gp
-    from gurobipy import GRB
-
-    xvar = []  # the columns, once built
-
-    def callback(model, where):
-        if where == GRB.Callback.MIPSOL:
-            incumbents.add(model.cbGet(GRB.Callback.MIPSOL_OBJ), lambda: model.cbGetSolution(xvar[0]))
-
-    with quiet_output():
-        env = m = None
-        try:
-            env = _env(bool(opts.verbose))
-            m = gp.Model(env=env)
-            x, extra = _build(m, mf, opts)
-            xvar.append(x)
-            left = dl.remaining()
-            if left is not None:
-                m.Params.TimeLimit = left
-            extra["build_seconds"] = dl.elapsed()
-            m.optimize(callback)
-            extra["solve_seconds"] = dl.elapsed() - extra["build_seconds"]
-            return _result(m, x, extra, incumbents)
-        except gp.GurobiError as exc:
-            errno = getattr(exc, "errno", None)
-            if errno == 10010:
-                msg = _over(mf) or licence_message(
-                    "gurobi", "size-limited Gurobi licence",
-                    f"{RESTRICTED_VARIABLES:,} variables and {RESTRICTED_CONSTRAINTS:,} constraints",
-                    dict(zip(("variables", "constraints"), native_size(mf)[:2])), FULL_LICENCE)
-                return error_result(msg, licence=True, trajectory=incumbents.points)
-            if errno == 10009:
-                return error_result(f"gurobi: no valid licence ({' '.join(str(exc).split())}); {FULL_LICENCE}",
-                                    licence=True)
-            return error_result(f"gurobi: {one_line(exc)}", trajectory=incumbents.points)
-        finally:
-            if m is not None:
-                m.dispose()
-            if env is not None:
-                env.dispose()
+    return x
 
 
 _NAMES = None
@@ -264,47 +195,137 @@ def _status_name(code: int) -> str:
     return _NAMES.get(code, str(code))
 
 
-def _result(m, x, extra, incumbents) -> RawResult:
-    from gurobipy import GRB
+class _Session:
+    """The environment, the model and its columns."""
 
-    status = int(m.Status)
-    term = map_status(STATUS_MAP, status)
-    has = int(m.SolCount) > 0
-    xv = np.asarray(x.X, dtype=float) if has else None
-    obj = float(m.ObjVal) if has else None
-    try:
-        nodes = int(m.NodeCount)
-    except Exception:
-        nodes = None
-    mip = bool(m.IsMIP) or bool(nodes)  # a non-convex QP / QCQP is solved by branch and bound too
-    bound = None
-    try:
-        bound = float(m.ObjBound)
-    except Exception:
-        bound = None
-    if bound is not None and abs(bound) >= GRB.INFINITY:
-        bound = None
-    if not mip and term == T.OPTIMAL:
-        bound = obj
-    iters = 0
-    for attr in ("IterCount", "BarIterCount"):
+    def __init__(self, env, m):
+        self.env, self.m, self.x = env, m, None
+
+
+class GurobiBackend(Backend):
+    """Gurobi through gurobipy's matrix API (see the module docstring)."""
+
+    name = "gurobi"
+    module = "gurobipy"
+    caps = Capabilities(classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
+                        trajectory=True, warm_start=True, threads=True)
+    about = About(description="Gurobi through gurobipy's matrix API (LP, MILP, QP, MIQP, QCQP, MIQCQP incl. "
+                              "non-convex; SOS, indicators)",
+                  install="pip install milopt[gurobi]",
+                  limits="PyPI wheel = size-limited licence: <= 2,000 variables and <= 2,000 constraints; "
+                         "<= 200 variables when quadratic")
+    status_map = STATUS_MAP
+    rewrites = (rw.DROP_FREE_ROWS, rw.SPLIT_RANGES, rw.ONE_SIDED_QUADRATIC, rw.ONE_SIDED_INDICATORS,
+                rw.finite_bounds(GUROBI_INF))
+    option_hint = "a Gurobi parameter name, e.g. MIPFocus=1"
+
+    @property
+    def native_errors(self):
+        import gurobipy as gp
+
+        return (gp.GurobiError,)
+
+    def version(self) -> str:
+        import gurobipy
+
+        return ".".join(map(str, gurobipy.gurobi.version()))
+
+    def cannot_take(self, mf, opts):
+        """Refuse, before building, an instance over the size-limited licence when that is the
+        installed licence (probed once); a full licence takes everything."""
+        return licence_skip(_over(mf), "gurobi", _probe_restricted)
+
+    def open(self, mf, opts):
+        import gurobipy as gp
+
+        env = _env(bool(opts.verbose))
         try:
-            iters += int(getattr(m, attr))
+            return _Session(env, gp.Model(env=env))
         except Exception:
-            pass
-    nodes = nodes if mip else None
-    extra.update(status_code=status)
-    return RawResult(termination=term, x=xv, objective=obj, bound=bound, iterations=iters, nodes=nodes,
-                     status_text=_status_name(status), trajectory=incumbents.finish(obj, has, xv), extra=extra)
+            env.dispose()
+            raise
+
+    def build(self, s, mf, opts, incumbents):
+        from gurobipy import GRB
+
+        s.x = _load(s.m, mf)
+        extra = {}
+        if opts.warm_start and opts.x0 is not None and mf.is_mip():
+            x0 = np.asarray(opts.x0, dtype=float)
+            s.x.setAttr("Start", np.where(np.isfinite(x0), x0, GRB.UNDEFINED))
+            extra["warm_start_entries"] = int(np.isfinite(x0).sum())
+
+        def callback(model, where):
+            if where == GRB.Callback.MIPSOL:
+                incumbents.add(model.cbGet(GRB.Callback.MIPSOL_OBJ), lambda: model.cbGetSolution(s.x))
+
+        s.callback = callback
+        return extra
+
+    def set_common(self, s, mf, opts):
+        if opts.threads is not None:
+            s.m.Params.Threads = int(opts.threads)
+        if opts.mip_gap is not None:
+            s.m.Params.MIPGap = float(opts.mip_gap)
+
+    def set_option(self, s, name, value):
+        s.m.setParam(name, value)
+
+    def option_names(self, s):
+        from gurobipy import GRB
+
+        return [k for k in dir(GRB.Param) if not k.startswith("_")]
+
+    def set_time_limit(self, s, seconds):
+        s.m.Params.TimeLimit = seconds
+
+    def optimize(self, s, mf, opts, extra):
+        s.m.optimize(s.callback)
+
+    def outcome(self, s, mf, extra) -> Outcome:
+        m = s.m
+        status = int(m.Status)
+        has = int(m.SolCount) > 0
+        try:
+            nodes = int(m.NodeCount)
+        except Exception:
+            nodes = None
+        mip = bool(m.IsMIP) or bool(nodes)  # a non-convex QP / QCQP is solved by branch and bound too
+        bound = None
+        if mip:
+            try:
+                bound = float(m.ObjBound)
+            except Exception:
+                bound = None
+            if bound is not None and abs(bound) >= GUROBI_INF:
+                bound = None
+        iters = 0
+        for attr in ("IterCount", "BarIterCount"):
+            try:
+                iters += int(getattr(m, attr))
+            except Exception:
+                pass
+        extra.update(status_code=status)
+        return Outcome(code=status, x=np.asarray(s.x.X, dtype=float) if has else None,
+                       objective=float(m.ObjVal) if has else None, bound=bound, iterations=iters,
+                       nodes=nodes if mip else None, status_text=_status_name(status), extra=extra)
+
+    def failure(self, exc, mf, incumbents):
+        errno = getattr(exc, "errno", None)
+        if errno == 10010:
+            msg = _over(mf) or licence_message(
+                "gurobi", "size-limited Gurobi licence",
+                f"{RESTRICTED_VARIABLES:,} variables and {RESTRICTED_CONSTRAINTS:,} constraints",
+                dict(zip(("variables", "constraints"), native_size(mf)[:2])), FULL_LICENCE)
+            return error_result(msg, licence=True, trajectory=incumbents.points)
+        if errno == 10009:
+            return error_result(f"gurobi: no valid licence ({' '.join(str(exc).split())}); {FULL_LICENCE}",
+                                licence=True)
+        return error_result(f"gurobi: {one_line(exc)}", trajectory=incumbents.points)
+
+    def close(self, s):
+        s.m.dispose()
+        s.env.dispose()
 
 
-BACKEND = Backend(
-    name="gurobi", classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
-    module="gurobipy", version=_version, solve_matrix=solve_matrix, status_map=STATUS_MAP, skip=skip,
-    description="Gurobi through gurobipy's matrix API (LP, MILP, QP, MIQP, QCQP, MIQCQP incl. non-convex; "
-                "SOS, indicators)",
-    install="pip install milopt[gurobi]",
-    limits="PyPI wheel = size-limited licence: <= 2,000 variables and <= 2,000 constraints; "
-           "<= 200 variables when quadratic",
-    trajectory=True, warm_start=True, threads=True)
-
+BACKEND = GurobiBackend()

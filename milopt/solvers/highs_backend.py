@@ -16,13 +16,11 @@ Hazards handled (docs/solvers.md):
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import scipy.sparse as sp
 
 from milopt.errors import InvalidDataError
-from milopt.solvers.backend import Backend, RawResult, map_status, quiet_stdout
+from milopt.solvers.backend import About, Backend, Capabilities, Outcome, quiet_stdout
 from milopt.solvers.result import Termination
 
 #: HighsModelStatus name -> Termination
@@ -141,75 +139,134 @@ def to_highs(mf, names: bool = False, h=None):
     return h
 
 
-def _skip(mf, opts):
-    if mf.qrows:
-        return True, "highs cannot solve problems with quadratic constraints"
-    if mf.sos or mf.n_indicators:
-        return True, "highs takes neither SOS nor indicator constraints"
-    if np.any(mf.integrality) and mf.has_quadratic_objective():
-        return True, "highs cannot solve MIQP problems (integer variables with a quadratic objective)"
-    return False, ""
+class _Session:
+    """The ``Highs`` object and what the solve needs to remember."""
+
+    def __init__(self, h):
+        self.h, self.t1, self.trajectory = h, 0.0, None
 
 
-def solve_matrix(mf, opts) -> RawResult:
-    import highspy
+class HighsBackend(Backend):
+    """HiGHS through highspy (see the module docstring)."""
 
-    check_magnitudes(mf)
-    thr = opts.threads
-    want = 0 if thr is None else int(thr)  # 0: HiGHS's automatic count
-    if _THREADS[0] is not None and want != _THREADS[0]:
-        highspy.Highs.resetGlobalScheduler(True)  # a thread-count change needs a new scheduler
-    _THREADS[0] = want
-    t0 = time.perf_counter()
-    h = to_highs(mf)
-    if opts.verbose:
-        h.setOptionValue("output_flag", True)
-    if opts.time_limit is not None:
-        h.setOptionValue("time_limit", max(0.01, float(opts.time_limit) - (time.perf_counter() - t0)))
-    if opts.mip_gap is not None:
-        h.setOptionValue("mip_rel_gap", float(opts.mip_gap))
-    if thr is not None:
-        h.setOptionValue("threads", int(thr))
-    for k, v in dict(opts.options).items():
-        h.setOptionValue(k, v)
-    integer = bool(np.any(mf.integrality))
-    if opts.warm_start and opts.x0 is not None and integer:
-        x0 = np.where(np.isnan(opts.x0), 0.0, opts.x0)
-        sol = highspy.HighsSolution()
-        sol.col_value = list(map(float, x0))
-        sol.value_valid = True
-        h.setSolution(sol)
-    trajectory = []
-    if integer:
-        def on_improving(e):
-            trajectory.append((time.perf_counter() - t1, float(e.data_out.objective_function_value)))
+    name = "highs"
+    module = "highspy"
+    aliases = ("appsi_highs",)
+    caps = Capabilities(classes=frozenset({"LP", "MILP", "QP"}), trajectory=True, warm_start=True, certify=True)
+    about = About(description="HiGHS (LP, MILP, convex QP by active set); not MIQP", install="included (highspy)",
+                  limits="no MIQP, no quadratic rows, SOS or indicators")
+    status_map = STATUS_MAP
+    option_hint = "a HiGHS option name, e.g. presolve=off"
 
-        h.cbMipImprovingSolution.subscribe(on_improving)
-    t1 = time.perf_counter()
-    with quiet_stdout():
-        h.run()
-    status = h.getModelStatus()
-    name = status.name if hasattr(status, "name") else str(status).rsplit(".", 1)[-1]
-    term = map_status(STATUS_MAP, name)
-    info = h.getInfo()
-    has_sol = int(getattr(info, "primal_solution_status", 0)) == 2  # kSolutionStatusFeasible
-    x = np.asarray(h.getSolution().col_value, dtype=float) if has_sol else None
-    objective = float(info.objective_function_value) if has_sol else None
-    bound = None
-    if integer:
-        b = float(info.mip_dual_bound)
-        bound = b if np.isfinite(b) else None
-    elif term == Termination.OPTIMAL:
-        bound = objective
-    iters = sum(max(0, int(getattr(info, k, 0) or 0)) for k in ("simplex_iteration_count", "qp_iteration_count",
-                                                                 "ipm_iteration_count"))
-    nodes = int(info.mip_node_count) if integer and int(info.mip_node_count) >= 0 else None
-    return RawResult(termination=term, x=x, objective=objective, bound=bound, iterations=iters, nodes=nodes,
-                     status_text=name, trajectory=trajectory, extra={"highs_status": name})
+    def version(self) -> str:
+        return version()
+
+    def cannot_take(self, mf, opts):
+        if mf.qrows:
+            return True, "highs cannot solve problems with quadratic constraints"
+        if mf.sos or mf.n_indicators:
+            return True, "highs takes neither SOS nor indicator constraints"
+        if np.any(mf.integrality) and mf.has_quadratic_objective():
+            return True, "highs cannot solve MIQP problems (integer variables with a quadratic objective)"
+        return False, ""
+
+    def open(self, mf, opts):
+        import highspy
+
+        check_magnitudes(mf)
+        want = 0 if opts.threads is None else int(opts.threads)  # 0: HiGHS's automatic count
+        if _THREADS[0] is not None and want != _THREADS[0]:
+            highspy.Highs.resetGlobalScheduler(True)  # a thread-count change needs a new scheduler
+        _THREADS[0] = want
+        return _Session(new_highs())
+
+    def build(self, s, mf, opts, incumbents):
+        import highspy
+
+        h = to_highs(mf, h=s.h)
+        if opts.verbose:
+            h.setOptionValue("output_flag", True)
+        if opts.warm_start and opts.x0 is not None and np.any(mf.integrality):
+            sol = highspy.HighsSolution()
+            sol.col_value = list(map(float, np.where(np.isnan(opts.x0), 0.0, opts.x0)))
+            sol.value_valid = True
+            h.setSolution(sol)
+        if np.any(mf.integrality):
+            h.cbMipImprovingSolution.subscribe(
+                lambda e: incumbents.add(float(e.data_out.objective_function_value)))
+        return {}
+
+    def set_common(self, s, mf, opts):
+        if opts.mip_gap is not None:
+            s.h.setOptionValue("mip_rel_gap", float(opts.mip_gap))
+        if opts.threads is not None:
+            s.h.setOptionValue("threads", int(opts.threads))
+
+    def set_option(self, s, name, value):
+        import highspy
+
+        if s.h.setOptionValue(name, value) == highspy.HighsStatus.kError:
+            raise ValueError("HiGHS refused the value" if name in self.option_names(s) else "no such option")
+
+    def option_names(self, s):
+        return [k for k in dir(s.h.getOptions()) if not k.startswith("_")]
+
+    def set_time_limit(self, s, seconds):
+        s.h.setOptionValue("time_limit", float(seconds))
+
+    def optimize(self, s, mf, opts, extra):
+        with quiet_stdout():
+            s.h.run()
+
+    def outcome(self, s, mf, extra) -> Outcome:
+        h = s.h
+        status = h.getModelStatus()
+        name = status.name if hasattr(status, "name") else str(status).rsplit(".", 1)[-1]
+        info = h.getInfo()
+        has = int(getattr(info, "primal_solution_status", 0)) == 2  # kSolutionStatusFeasible
+        integer = bool(np.any(mf.integrality))
+        sol = h.getSolution()
+        bound = None
+        if integer:
+            b = float(info.mip_dual_bound)
+            bound = b if np.isfinite(b) else None
+        iters = sum(max(0, int(getattr(info, k, 0) or 0)) for k in ("simplex_iteration_count", "qp_iteration_count",
+                                                                     "ipm_iteration_count"))
+        nodes = int(info.mip_node_count) if integer and int(info.mip_node_count) >= 0 else None
+        extra["highs_status"] = name
+        duals = np.asarray(sol.row_dual, dtype=float) if has and bool(getattr(sol, "dual_valid", True)) else None
+        return Outcome(code=name, x=np.asarray(sol.col_value, dtype=float) if has else None,
+                       objective=float(info.objective_function_value) if has else None, bound=bound,
+                       iterations=iters, nodes=nodes, status_text=name, extra=extra,
+                       row_dual=None if integer else duals)
+
+    def polish(self, mf, opts, budget):
+        """Solve again without HiGHS's QP regularisation (``qp_regularization_value = 0``; its
+        default 1e-7 perturbs a column without curvature, e.g. the epigraph variable of
+        dcmil-direction, and the active-set method then stops short of the optimum)."""
+        if not mf.has_quadratic_objective() or "qp_regularization_value" in dict(opts.options):
+            return None
+        from dataclasses import replace
+
+        again = replace(opts, options={**dict(opts.options), "qp_regularization_value": 0.0}, on_incumbent=None,
+                        budget=budget)
+        s = self.open(mf, again)
+        try:
+            self.build(s, mf, again, _NoIncumbents())
+            self.set_common(s, mf, again)
+            left = budget.remaining()
+            if left is not None:
+                self.set_time_limit(s, left)
+            self.set_options(s, again.options)
+            self.optimize(s, mf, again, {})
+            return self.outcome(s, mf, {"polished": "qp_regularization_value=0"})
+        finally:
+            self.close(s)
 
 
-BACKEND = Backend(
-    name="highs", classes=frozenset({"LP", "MILP", "QP"}), module="highspy", version=version,
-    solve_matrix=solve_matrix, status_map=STATUS_MAP, skip=_skip, aliases=("appsi_highs",),
-    description="HiGHS (LP, MILP, convex QP by active set); not MIQP", install="included (highspy)",
-    limits="no MIQP, no quadratic rows, SOS or indicators", trajectory=True, warm_start=True)
+class _NoIncumbents:
+    def add(self, *a, **k):
+        pass
+
+
+BACKEND = HighsBackend()

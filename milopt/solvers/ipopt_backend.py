@@ -29,7 +29,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.solvers.backend import Backend, RawResult, map_status
+from milopt.solvers import rewrites as rw
+from milopt.solvers.backend import About, Backend, Capabilities, Outcome, map_status
 from milopt.solvers.result import Termination
 
 #: Ipopt's value for an infinite bound (its option nlp_lower/upper_bound_inf defaults to ±1e19)
@@ -165,95 +166,120 @@ class _QPCallbacks:
         return True
 
 
-def _finite(v: np.ndarray) -> np.ndarray:
-    return np.clip(np.nan_to_num(v, posinf=IPOPT_INF, neginf=-IPOPT_INF), -IPOPT_INF, IPOPT_INF)
-
-
 def _start_point(mf, x0) -> np.ndarray:
     x0 = np.full(mf.c.size, np.nan) if x0 is None else np.asarray(x0, dtype=float)
     x0 = np.where(np.isfinite(x0), x0, 0.0)
     return np.clip(x0, mf.col_lb, mf.col_ub)
 
 
-def _skip(mf, opts):
-    if mf.qrows:
-        return True, "ipopt (milopt's bridge) takes linear rows only, not quadratic constraints; use --solver scip"
-    if np.any(mf.integrality) or mf.sos or mf.n_indicators:
-        return True, "ipopt solves continuous problems only; use --solver scip for integer models"
-    return False, ""
+class _Session:
+    """The cyipopt problem, its callbacks, the log file and the answer."""
+
+    def __init__(self, prob, cb, history, logfile):
+        self.prob, self.cb, self.history, self.logfile = prob, cb, history, logfile
+        self.x = self.info = None
+        self.t1 = 0.0
 
 
-def solve_matrix(mf, opts) -> RawResult:
-    import cyipopt
+class IpoptBackend(Backend):
+    """Ipopt through cyipopt (see the module docstring)."""
 
-    t0 = time.perf_counter()
-    sgn = float(mf.sense)  # Ipopt minimises: a maximisation is solved as min of the negated objective
-    c, c0 = sgn * mf.c, sgn * mf.c0
-    Q = None if mf.Q is None else sgn * mf.Q
-    n, m = mf.c.size, mf.A.shape[0]
-    history: list = []
-    cb = _QPCallbacks(c, c0, Q, mf.A, history)
-    verbose = bool(opts.verbose)
-    fd, logfile = tempfile.mkstemp(prefix="milopt_ipopt_", suffix=".log")
-    os.close(fd)
-    try:
-        prob = cyipopt.Problem(n=n, m=m, problem_obj=cb, lb=_finite(mf.col_lb), ub=_finite(mf.col_ub),
-                               cl=_finite(mf.row_lb), cu=_finite(mf.row_ub))
+    name = "ipopt"
+    module = "cyipopt"
+    caps = Capabilities(classes=frozenset({"LP", "QP"}), warm_start=True, isolated=True)
+    about = About(description="Ipopt interior point via cyipopt (continuous LP/QP with linear constraints; exact "
+                              "derivatives), in a child process with a hard deadline",
+                  install="included (cyipopt-wheels)",
+                  limits="continuous problems with linear rows (a local method: proves optimality for convex "
+                         "problems only)")
+    status_map = STATUS_MAP
+    #: Ipopt minimises, and its infinite bound is 1e19 (nlp_lower/upper_bound_inf)
+    rewrites = (rw.MINIMISE, rw.finite_bounds(IPOPT_INF, rows=True))
+    option_hint = "an Ipopt option name, e.g. tol=1e-9"
+
+    def version(self) -> str:
+        return _ipopt_version()
+
+    def cannot_take(self, mf, opts):
+        if mf.qrows:
+            return True, "ipopt (milopt's bridge) takes linear rows only, not quadratic constraints; use --solver scip"
+        if mf.is_mip():
+            return True, "ipopt solves continuous problems only; use --solver scip for integer models"
+        return False, ""
+
+    def open(self, mf, opts):
+        import cyipopt
+
+        history: list = []
+        cb = _QPCallbacks(mf.c, mf.c0, mf.Q, mf.A, history)
+        fd, logfile = tempfile.mkstemp(prefix="milopt_ipopt_", suffix=".log")
+        os.close(fd)
+        try:
+            prob = cyipopt.Problem(n=mf.n_cols, m=mf.A.shape[0], problem_obj=cb, lb=mf.col_lb, ub=mf.col_ub,
+                                   cl=mf.row_lb, cu=mf.row_ub)
+        except Exception:
+            os.remove(logfile)
+            raise
+        return _Session(prob, cb, history, logfile)
+
+    def build(self, s, mf, opts, incumbents):
+        prob = s.prob
         prob.add_option("sb", "yes")  # no banner
-        prob.add_option("print_level", 5 if verbose else 0)
-        prob.add_option("output_file", logfile)
+        prob.add_option("print_level", 5 if opts.verbose else 0)
+        prob.add_option("output_file", s.logfile)
         prob.add_option("file_print_level", 5)
         prob.add_option("mu_strategy", "adaptive")
         # linear rows and a quadratic objective: the Hessian is constant
         prob.add_option("hessian_constant", "yes")
         prob.add_option("jac_c_constant", "yes")
         prob.add_option("jac_d_constant", "yes")
-        if opts.time_limit is not None:  # the set-up above counts against the limit
-            prob.add_option("max_wall_time", max(0.01, float(opts.time_limit) - (time.perf_counter() - t0)))
-        for k, v in dict(opts.options).items():  # native options last: they override the defaults
-            prob.add_option(str(k), v)
-        x0 = _start_point(mf, opts.x0 if opts.warm_start else None)
-        t1 = time.perf_counter()
-        x, info = prob.solve(x0)
-        solve_wall = time.perf_counter() - t1
-    finally:
+        s.x0 = _start_point(mf, opts.x0 if opts.warm_start else None)
+        return {"mu_strategy": dict(opts.options).get("mu_strategy", "adaptive")}
+
+    def set_option(self, s, name, value):
+        s.prob.add_option(name, value)
+
+    def set_time_limit(self, s, seconds):
+        s.prob.add_option("max_wall_time", float(seconds))
+
+    def optimize(self, s, mf, opts, extra):
+        s.t1 = time.perf_counter()
+        s.x, s.info = s.prob.solve(s.x0)
+        extra["setup_seconds"] = extra.get("build_seconds", 0.0)
+
+    def outcome(self, s, mf, extra) -> Outcome:
+        status = int(s.info["status"])
+        term = map_status(STATUS_MAP, status, Termination.ERROR)
+        x = np.asarray(s.x, dtype=float)
+        viol = mf.violation(x)
+        viol = max(viol["rows"], viol["bounds"])  # a returned point is a solution when it is (primal) feasible
+        scale = max(1.0, float(np.max(np.abs(mf.row_lb[np.abs(mf.row_lb) < IPOPT_INF]), initial=1.0)))
+        feasible = bool(np.all(np.isfinite(x))) and viol <= 1e-6 * scale
+        has = term == Termination.OPTIMAL or (feasible and term not in (Termination.INFEASIBLE, Termination.UNBOUNDED))
+        msg = s.info.get("status_msg", b"")
+        msg = msg.decode(errors="replace") if isinstance(msg, bytes) else str(msg)
+        if status in _MESSAGES and (not msg or msg.lower().startswith("unknown")):
+            msg = _MESSAGES[status]  # cyipopt has no text for some codes (e.g. -5, the wall-time limit)
+        extra.update({"ipopt_status": status, "ipopt_message": msg, "max_violation": viol,
+                      "acceptable": status == 1})
+        return Outcome(code=status, termination=term, x=x if has else None,
+                       objective=s.cb.objective(x) if has else None,
+                       iterations=s.history[-1]["iteration"] if s.history else None, status_text=msg, extra=extra,
+                       log=_read(s.logfile), history=tuple({**h, "time": h["time"] - s.t1} for h in s.history))
+
+    def close(self, s):
         try:
-            with open(logfile, errors="replace") as fh:
-                log = fh.read()
+            os.remove(s.logfile)
         except OSError:
-            log = ""
-        os.remove(logfile)
-    status = int(info["status"])
-    term = map_status(STATUS_MAP, status, Termination.ERROR)
-    x = np.asarray(x, dtype=float)
-    # a returned point counts as a solution when it is (primal) feasible
-    viol = 0.0
-    if m:
-        ax = mf.A @ x
-        viol = max(viol, float(np.max(np.maximum(mf.row_lb - ax, 0.0), initial=0.0)),
-                   float(np.max(np.maximum(ax - mf.row_ub, 0.0), initial=0.0)))
-    viol = max(viol, float(np.max(np.maximum(mf.col_lb - x, 0.0), initial=0.0)),
-               float(np.max(np.maximum(x - mf.col_ub, 0.0), initial=0.0)))
-    feasible = bool(np.all(np.isfinite(x))) and viol <= 1e-6 * max(1.0, float(np.max(np.abs(mf.row_lb[np.isfinite(mf.row_lb)]), initial=1.0)))
-    has_sol = term == Termination.OPTIMAL or (feasible and term not in (Termination.INFEASIBLE, Termination.UNBOUNDED))
-    obj = sgn * cb.objective(x) if has_sol else None
-    iters = history[-1]["iteration"] if history else None
-    msg = info.get("status_msg", b"")
-    msg = msg.decode(errors="replace") if isinstance(msg, bytes) else str(msg)
-    if status in _MESSAGES and (not msg or msg.lower().startswith("unknown")):
-        msg = _MESSAGES[status]  # cyipopt has no text for some codes (e.g. -5, the wall-time limit)
-    extra = {"ipopt_status": status, "ipopt_message": msg, "max_violation": viol, "solve_seconds": solve_wall,
-             "setup_seconds": t1 - t0, "acceptable": status == 1,
-             "mu_strategy": dict(opts.options).get("mu_strategy", "adaptive")}
-    hist = tuple({**h, "time": h["time"] - t1} for h in history)
-    return RawResult(termination=term, x=x if has_sol else None, objective=obj,
-                     bound=obj if term == Termination.OPTIMAL else None, iterations=iters, log=log,
-                     status_text=msg, extra=extra, history=hist)
+            pass
 
 
-BACKEND = Backend(
-    name="ipopt", classes=frozenset({"LP", "QP"}), module="cyipopt", version=_ipopt_version,
-    solve_matrix=solve_matrix, status_map=STATUS_MAP, skip=_skip, warm_start=True,
-    install="included (cyipopt-wheels)", limits="continuous problems with linear rows (a local method: proves "
-    "optimality for convex problems only)",
-    description="Ipopt interior point via cyipopt (continuous LP/QP with linear constraints; exact derivatives)")
+def _read(path) -> str:
+    try:
+        with open(path, errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+BACKEND = IpoptBackend()

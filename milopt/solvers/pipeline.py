@@ -1,7 +1,8 @@
 """Build, start, budget, solve: the one sequence behind ``milopt solve``, the bench and the
 formulation estimators.
 
-A formulation is solved in four stages, under one time limit T counted from ``t_start``:
+A formulation is solved in four stages, under one time limit T counted from ``t_start`` (one
+:class:`~milopt.solvers.budget.TimeBudget`, handed down to the driver and the backend):
 
 1. **build** -- the bags (given, or loaded by a callable inside the budget) and
    ``form.make_model(bags, **params)``; with ``interrupt=True`` loading and building are
@@ -9,15 +10,16 @@ A formulation is solved in four stages, under one time limit T counted from ``t_
 2. **start** -- a starting point: an explicit ``point`` (``form.warm_start(model, *point)``),
    else the one the builder computed (``ModelInfo.start``; formulations with a ``warm_start``
    parameter), else, on request, the formulation's ``default_start(model)``;
-3. **budget** -- the solver receives ``T - elapsed``; when less than
+3. **budget** -- the solver receives what is left of T; when less than
    :data:`~milopt.solvers.budget.MIN_SOLVER_SECONDS` is left the result is
    ``termination=time_limit`` with no solution and the solver is not called;
-4. **solve** -- :func:`milopt.solvers.driver.solve` (which extracts the matrix form once).
+4. **solve** -- :func:`milopt.solvers.driver.solve`, with the matrix form extracted once here
+   when the class was needed early (a named solver refused before the start is computed).
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from milopt.solvers.result import SolveResult
@@ -90,7 +92,7 @@ def build_and_solve(form, bags, params: dict, solver: str = "auto", *, time_limi
                     t_start: float | None = None, warm_start: bool | None = None, point=None,
                     build_kw: dict | None = None, interrupt: bool = False, mip_gap: float | None = None,
                     threads: int | None = None, verbose: bool = False, options: dict | None = None,
-                    before_solve: Callable | None = None, refuse_early: bool = True) -> Staged:
+                    before_solve: Callable | None = None, refuse_early: bool = True, budget=None) -> Staged:
     """Build ``form`` on ``bags``, start, budget and solve it (see the module docstring).
 
     Parameters
@@ -115,41 +117,57 @@ def build_and_solve(form, bags, params: dict, solver: str = "auto", *, time_limi
         Stop loading and building when T passes.
     mip_gap, threads, verbose, options
         As :func:`milopt.solvers.driver.solve`.
+    budget : TimeBudget, optional
+        The command's budget, when it started before this call (replaces ``time_limit`` and
+        ``t_start``).
     before_solve : callable, optional
         ``before_solve(model, problem_class) -> dict`` of :func:`~milopt.solvers.driver.solve`
         keywords that replace the ones above (the bench asks SCIP for its display lines on
         integer problems).
     """
-    from milopt.solvers.budget import TimeLimitReached, alarm_at, expired_result, remaining_or_expired
-    from milopt.solvers.driver import check_supported, classify, get_backend, solve
+    from milopt.solvers.budget import TimeBudget, TimeLimitReached, alarm_at
+    from milopt.solvers.driver import check_supported, declared_class, get_backend, solve
 
     if isinstance(form, str):
         from milopt.models import formulation
 
         form = formulation(form)
-    t_start = time.perf_counter() if t_start is None else t_start
-    deadline = None if time_limit is None or not interrupt else t_start + float(time_limit)
+    budget = budget if budget is not None else TimeBudget(time_limit, t_start)
     try:
-        with alarm_at(deadline):
+        with alarm_at(budget.deadline if interrupt else None):
             if callable(bags):
                 bags = bags()
             t0 = time.perf_counter()
             model = form.make_model(bags, **params, **(build_kw or {}))
             build_s = time.perf_counter() - t0
     except TimeLimitReached:
-        return Staged(None, None, expired_result(time_limit, t_start, solver), time.perf_counter() - t_start,
+        return Staged(None, None, budget.expired_result(solver, stage="while loading and building"), budget.elapsed(),
                       stage="build")
+    backend = None if solver == "auto" else get_backend(solver)
+    mf = None
     cls = None
-    if solver != "auto" and refuse_early:
-        cls, feats = classify(model)
-        check_supported(get_backend(solver), cls, feats, form.name)
+    if backend is not None and refuse_early:
+        if backend.takes_model:
+            cls, feats = declared_class(model)
+        else:
+            from milopt.solvers.extract import extract
+
+            mf = extract(model)
+            cls, feats = mf.problem_class(), mf.features()
+        check_supported(backend, cls, feats, form.name)
     started, start_s = apply_start(form, model, warm_start, point)
     kw = dict(mip_gap=mip_gap, threads=threads, verbose=verbose, options=options, warm_start=started)
     if before_solve is not None:
-        kw.update(before_solve(model, cls if cls is not None else classify(model)[0]))
-    limit = time_limit
-    if time_limit is not None:
-        limit, expired = remaining_or_expired(float(time_limit), t_start, solver)
-        if expired is not None:
-            return Staged(model, bags, expired, build_s, start_s, started, limit, "budget")
-    return Staged(model, bags, solve(model, solver, time_limit=limit, **kw), build_s, start_s, started, limit)
+        if cls is None:
+            from milopt.solvers.extract import extract
+
+            mf = extract(model)
+            cls = mf.problem_class()
+        kw.update(before_solve(model, cls))
+    if budget.spent():
+        expired = budget.expired_result(solver)
+        if mf is not None:  # the size of what was built, known without extracting again
+            expired = replace(expired, extra={**expired.extra, "model_size": mf.size()})
+        return Staged(model, bags, expired, build_s, start_s, started, 0.0, "budget")
+    limit = budget.remaining()
+    return Staged(model, bags, solve(model, solver, budget=budget, mf=mf, **kw), build_s, start_s, started, limit)

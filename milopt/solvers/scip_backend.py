@@ -23,7 +23,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.solvers.backend import Backend, RawResult, map_status, quiet_stdout
+from milopt.solvers.backend import About, Backend, Capabilities, Outcome, map_status, quiet_stdout
 from milopt.solvers.result import Termination
 
 #: SCIP status (Model.getStatus()) -> Termination
@@ -69,12 +69,13 @@ def build_scip(mf, verbose: bool = False):
         s.hideOutput()
     n = mf.n_cols
     integ = np.asarray(mf.integrality, dtype=bool)
+    binary = mf.binary()
     xs = []
     for j in range(n):
         lb, ub = _bound(mf.col_lb[j]), _bound(mf.col_ub[j])
         vt = "C"
         if integ[j]:
-            vt = "B" if lb is not None and ub is not None and lb >= 0 and ub <= 1 else "I"
+            vt = "B" if binary[j] else "I"
         xs.append(s.addVar(name=f"c{j}", vtype=vt, lb=lb, ub=ub))
     A = sp.csr_matrix(mf.A)
     ind, dat, ptr = A.indices, A.data, A.indptr
@@ -124,7 +125,7 @@ def build_scip(mf, verbose: bool = False):
     return s, xs
 
 
-def _incumbent_handler(xs, t0, trajectory, on_incumbent):
+def _incumbent_handler(xs, incumbents):
     import pyscipopt as ps
 
     class _Incumbents(ps.Eventhdlr):
@@ -136,11 +137,8 @@ def _incumbent_handler(xs, t0, trajectory, on_incumbent):
 
         def eventexec(self, event):
             sol = self.model.getBestSol()
-            obj = float(self.model.getSolObjVal(sol))
-            t = time.perf_counter() - t0
-            trajectory.append((t, obj))
-            if on_incumbent is not None:
-                on_incumbent(t, obj, np.array([self.model.getSolVal(sol, x) for x in xs]))
+            incumbents.add(float(self.model.getSolObjVal(sol)),
+                           lambda: np.array([self.model.getSolVal(sol, x) for x in xs]))
 
     return _Incumbents()
 
@@ -166,49 +164,85 @@ def ipopt_option_file() -> str | None:
     return _OPTFILE[0]
 
 
-def solve_matrix(mf, opts) -> RawResult:
-    t0 = time.perf_counter()
-    s, xs = build_scip(mf, bool(opts.verbose))
-    if "nlpi/ipopt/optfile" not in dict(opts.options) and (mf.qrows or mf.has_quadratic_objective()):
-        try:  # SCIP's NLP heuristics: Ipopt with AMD ordering (the METIS hazard)
-            s.setParam("nlpi/ipopt/optfile", ipopt_option_file())
-        except Exception:  # a SCIP built without Ipopt has no such parameter
-            pass
-    if opts.time_limit is not None:  # building the SCIP model counts against the limit
-        s.setParam("limits/time", max(0.01, float(opts.time_limit) - (time.perf_counter() - t0)))
-    if opts.mip_gap is not None:
-        s.setParam("limits/gap", float(opts.mip_gap))
-    if opts.threads is not None:
-        s.setParam("lp/threads", int(opts.threads))
-    for k, v in dict(opts.options).items():
-        s.setParam(k, v)
-    if opts.warm_start and opts.x0 is not None:
-        sol = s.createPartialSol()
-        for x, val in zip(xs, opts.x0.tolist()):
-            if val == val:  # not NaN
-                s.setSolVal(sol, x, float(val))
-        s.addSol(sol)
-    trajectory = []
-    t1 = time.perf_counter()
-    s.includeEventhdlr(_incumbent_handler(xs, t1, trajectory, getattr(opts, "on_incumbent", None)),
-                       "milopt_incumbents", "records improving solutions")
-    s.optimize()
-    status = s.getStatus()
-    term = map_status(STATUS_MAP, status)
-    has_sol = s.getNSols() > 0 and term not in (Termination.INFEASIBLE, Termination.UNBOUNDED)
-    x = objective = None
-    if has_sol:
-        best = s.getBestSol()
-        x = np.array([s.getSolVal(best, v) for v in xs])
-        objective = float(s.getObjVal())
-    try:
-        bound = float(s.getDualbound())
-    except Exception:
-        bound = None
-    return RawResult(termination=term, x=x, objective=objective, bound=bound, nodes=int(s.getNNodes()),
-                     iterations=int(s.getNLPIterations()), status_text=status, trajectory=trajectory,
-                     extra={"scip_status": status, "build_seconds": t1 - t0, "solve_seconds": time.perf_counter() - t1,
-                            "indicator_constraints": int(mf.n_indicators)})
+class _Session:
+    """The SCIP model, its columns and the incumbent recorder."""
+
+    def __init__(self, s, xs):
+        self.s, self.xs, self.incumbents = s, xs, None
+
+
+class ScipBackend(Backend):
+    """SCIP through PySCIPOpt (see the module docstring)."""
+
+    name = "scip"
+    module = "pyscipopt"
+    aliases = ("scip_direct", "scip_persistent", "scip-native")
+    caps = Capabilities(classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
+                        isolated=True, trajectory=True, warm_start=True)
+    about = About(description="SCIP (LP, MILP, QP, MIQP, QCQP, MIQCQP; SOS, indicators), in a child process with "
+                              "a hard deadline",
+                  install="included (pyscipopt)", limits="threads: LP solver threads only (lp/threads)")
+    status_map = STATUS_MAP
+    option_hint = "a SCIP parameter name, e.g. limits/nodes=1000"
+
+    def version(self) -> str:
+        return version()
+
+    def open(self, mf, opts):
+        return _Session(*build_scip(mf, bool(opts.verbose)))
+
+    def build(self, ss, mf, opts, incumbents):
+        s = ss.s
+        if "nlpi/ipopt/optfile" not in dict(opts.options) and (mf.qrows or mf.has_quadratic_objective()):
+            try:  # SCIP's NLP heuristics: Ipopt with AMD ordering (the METIS hazard)
+                s.setParam("nlpi/ipopt/optfile", ipopt_option_file())
+            except Exception:  # a SCIP built without Ipopt has no such parameter
+                pass
+        if opts.warm_start and opts.x0 is not None:
+            sol = s.createPartialSol()
+            for x, val in zip(ss.xs, opts.x0.tolist()):
+                if val == val:  # not NaN
+                    s.setSolVal(sol, x, float(val))
+            s.addSol(sol)
+        ss.incumbents = incumbents
+        s.includeEventhdlr(_incumbent_handler(ss.xs, incumbents), "milopt_incumbents", "records improving solutions")
+        return {"indicator_constraints": int(mf.n_indicators)}
+
+    def set_common(self, ss, mf, opts):
+        if opts.mip_gap is not None:
+            ss.s.setParam("limits/gap", float(opts.mip_gap))
+        if opts.threads is not None:
+            ss.s.setParam("lp/threads", int(opts.threads))
+
+    def set_option(self, ss, name, value):
+        ss.s.setParam(name, value)
+
+    def option_names(self, ss):
+        return list(ss.s.getParams())
+
+    def set_time_limit(self, ss, seconds):
+        ss.s.setParam("limits/time", seconds)
+
+    def optimize(self, ss, mf, opts, extra):
+        ss.incumbents.t0 = time.perf_counter()  # the trajectory counts from the solver's start
+        ss.s.optimize()
+
+    def outcome(self, ss, mf, extra) -> Outcome:
+        s = ss.s
+        status = s.getStatus()
+        term = map_status(STATUS_MAP, status)
+        x = objective = None
+        if s.getNSols() > 0 and term not in (Termination.INFEASIBLE, Termination.UNBOUNDED):
+            best = s.getBestSol()
+            x = np.array([s.getSolVal(best, v) for v in ss.xs])
+            objective = float(s.getObjVal())
+        try:
+            bound = float(s.getDualbound())
+        except Exception:
+            bound = None
+        extra["scip_status"] = status
+        return Outcome(code=status, x=x, objective=objective, bound=bound, nodes=int(s.getNNodes()),
+                       iterations=int(s.getNLPIterations()), status_text=status, extra=extra)
 
 
 def write(mf, path) -> None:
@@ -217,9 +251,4 @@ def write(mf, path) -> None:
     s.writeProblem(str(path), verbose=False)
 
 
-BACKEND = Backend(
-    name="scip", classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
-    module="pyscipopt", version=version, solve_matrix=solve_matrix, status_map=STATUS_MAP,
-    aliases=("scip_direct", "scip_persistent", "scip-native"), isolated=True, trajectory=True, warm_start=True,
-    description="SCIP (LP, MILP, QP, MIQP, QCQP, MIQCQP; SOS, indicators), in a child process with a hard deadline",
-    install="included (pyscipopt)", limits="threads: LP solver threads only (lp/threads)")
+BACKEND = ScipBackend()

@@ -43,10 +43,10 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from milopt.solvers._commercial import (Deadline, Incumbents, error_result, finite, integer_codes, is_mip,
-                                        licence_message, licence_skip, native_rows, one_line, one_sided_rows,
-                                        priority_columns, quiet_output, ranged_rows, set_native, start_pairs)
-from milopt.solvers.backend import Backend, RawResult, map_status
+from milopt.solvers import rewrites as rw
+from milopt.solvers._commercial import (integer_codes, licence_message, licence_skip, native_rows, priority_columns,
+                                        ranged_rows, start_pairs)
+from milopt.solvers.backend import About, Backend, Capabilities, Outcome, error_result, one_line, quiet_output
 from milopt.solvers.result import Termination as T
 
 #: Xpress outcome → Termination.  A finished solve is keyed by ("completed", SOLSTATUS:
@@ -79,6 +79,8 @@ _SOLVESTATUS = {0: "unstarted", 1: "stopped", 2: "failed", 3: "completed"}
 #: Community licence (measured with xpress 9.9.1)
 COMMUNITY_ROWS_COLS = 5000
 COMMUNITY_QUADRATIC_ROWS_COLS = 200
+#: Xpress's infinite bound (xpress.infinity)
+XPRESS_INF = 1e20
 FULL_LICENCE = ("set XPAUTH_PATH to a full xpauth.xpr (or call xpress.init with its path), "
                 "or use another solver (--solver scip)")
 
@@ -104,10 +106,6 @@ def _problem():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return _xpress().problem()
-
-
-def _version() -> str:
-    return str(_xpress().__version__)
 
 
 def native_size(mf) -> tuple[int, int, bool]:
@@ -148,56 +146,42 @@ def _over(mf) -> str | None:
                            {"rows plus columns": cols + rows}, FULL_LICENCE, quadratic=quad)
 
 
-def skip(mf, opts) -> tuple[bool, str]:
-    """Refuse, before loading, an instance over the Community licence when that is the installed
-    licence (probed once); a full licence takes everything."""
-    return licence_skip(_over(mf), "xpress", _probe_community)
-
-
 def _load(p, mf) -> None:
-    """One ``loadMIQCQP`` call with every row, then the sense, constant and indicator marks."""
+    """One ``loadMIQCQP`` call with every row, then the sense, constant and indicator marks.
+    Free rows are gone and quadratic rows are ``≤`` rows (the backend's rewrites)."""
     xp = _xpress()
     n = mf.n_cols
-    keep, rtype, rhs, rng = ranged_rows(mf.row_lb, mf.row_ub, range_from="ub")  # R: rhs - rng <= a'x <= rhs
-    blocks = [sp.csr_matrix(mf.A)[keep]]
+    rtype, rhs, rng = ranged_rows(mf.row_lb, mf.row_ub, range_from="ub")  # R: rhs - rng <= a'x <= rhs
+    blocks = [sp.csr_matrix(mf.A)]
     types, rhss, rngs = [rtype], [rhs], [rng]
-
-    # quadratic rows: type L only; a lower bound as the negated row
+    row = mf.A.shape[0]
+    # quadratic rows (type L): the upper triangle of the symmetric T (a cross term halved)
     qrowind, nq, q1, q2, qc = [], [], [], [], []
-    row = keep.size
     for q in mf.qrows:
         qi, qj = np.asarray(q.qi, dtype=np.int64), np.asarray(q.qj, dtype=np.int64)
         a, b = np.minimum(qi, qj), np.maximum(qi, qj)
-        coef = np.where(a == b, 1.0, 0.5) * np.asarray(q.qv, dtype=float)
-        lin = sp.csr_matrix((np.asarray(q.lin_val, dtype=float), (np.zeros(len(q.lin_idx), dtype=np.int64),
-                                                                   np.asarray(q.lin_idx, dtype=np.int64))), shape=(1, n))
-        for sign, bound in ((1.0, q.ub), (-1.0, q.lb)):
-            if not np.isfinite(bound):
-                continue
-            blocks.append(sign * lin)
-            types.append(np.array(["L"]))
-            rhss.append(np.array([sign * float(bound)]))
-            rngs.append(np.zeros(1))
-            qrowind.append(row)
-            nq.append(int(a.size))
-            q1.append(a)
-            q2.append(b)
-            qc.append(sign * coef)
-            row += 1
-
-    # indicator rows: ordinary rows, marked after the load
-    ind_rows, ind_cols, ind_comp = [], [], []
+        blocks.append(sp.csr_matrix((np.asarray(q.lin_val, dtype=float),
+                                     (np.zeros(len(q.lin_idx), dtype=np.int64), np.asarray(q.lin_idx, dtype=np.int64))),
+                                    shape=(1, n)))
+        types.append(np.array(["L"]))
+        rhss.append(np.array([float(q.ub)]))
+        rngs.append(np.zeros(1))
+        qrowind.append(row)
+        nq.append(int(a.size))
+        q1.append(a)
+        q2.append(b)
+        qc.append(np.where(a == b, 1.0, 0.5) * np.asarray(q.qv, dtype=float))
+        row += 1
+    # indicator rows (one-sided): ordinary rows, marked after the load
+    ind_rows = None
     if mf.n_indicators:
-        rows, sen, rhs_i = one_sided_rows(mf.ind_lb, mf.ind_ub)
-        if rows.size:
-            blocks.append(sp.csr_matrix(mf.ind_A)[rows])
-            types.append(sen)
-            rhss.append(rhs_i)
-            rngs.append(np.zeros(rows.size))
-            ind_rows.append(np.arange(row, row + rows.size))
-            ind_cols.append(np.asarray(mf.ind_binary)[rows])
-            ind_comp.append(np.where(np.asarray(mf.ind_active)[rows] == 1, 1, -1))
-            row += rows.size
+        sen, rhs_i, _ = ranged_rows(mf.ind_lb, mf.ind_ub)
+        blocks.append(sp.csr_matrix(mf.ind_A))
+        types.append(sen)
+        rhss.append(rhs_i)
+        rngs.append(np.zeros(sen.size))
+        ind_rows = np.arange(row, row + sen.size)
+        row += sen.size
 
     M = sp.vstack(blocks, format="csc") if row else sp.csc_matrix((0, n))
     M.sum_duplicates()
@@ -223,15 +207,15 @@ def _load(p, mf) -> None:
                   setstart=np.concatenate([[0], np.cumsum([len(s.idx) for s in mf.sos])]).astype(int).tolist(),
                   setind=np.concatenate([np.asarray(s.idx) for s in mf.sos]).astype(int).tolist(),
                   refval=np.concatenate([np.asarray(s.weights, dtype=float) for s in mf.sos]).tolist())
-    p.loadMIQCQP("milopt", objcoef=np.asarray(mf.c, dtype=float).tolist(),
-                 lb=finite(mf.col_lb, xp.infinity).tolist(), ub=finite(mf.col_ub, xp.infinity).tolist(), **kw)
+    p.loadMIQCQP("milopt", objcoef=np.asarray(mf.c, dtype=float).tolist(), lb=np.asarray(mf.col_lb, float).tolist(),
+                 ub=np.asarray(mf.col_ub, float).tolist(), **kw)
     if mf.sense < 0:
         p.chgObjSense(xp.ObjSense.MAXIMIZE)
     if mf.c0:
         p.chgObj([-1], [-float(mf.c0)])
-    if ind_rows:
-        p.setIndicators(np.concatenate(ind_rows).tolist(), np.concatenate(ind_cols).astype(int).tolist(),
-                        np.concatenate(ind_comp).astype(int).tolist())
+    if ind_rows is not None:
+        p.setIndicators(ind_rows.tolist(), np.asarray(mf.ind_binary).astype(int).tolist(),
+                        np.where(np.asarray(mf.ind_active) == 1, 1, -1).astype(int).tolist())
 
 
 def _priorities(p, mf) -> None:
@@ -281,96 +265,116 @@ class _CtrlC:
             signal.signal(signal.SIGINT, self.saved)
 
 
-def solve_matrix(mf, opts) -> RawResult:
-    """Solve ``mf`` with Xpress (see the module docstring); never raises for a solver failure."""
-    dl = Deadline(opts.time_limit)
-    incumbents = Incumbents(int(mf.sense), dl.t0, opts.on_incumbent)
-    xp = _xpress()
+class _Session:
+    """The problem, the Ctrl-C guard and the statuses of ``optimize``."""
 
-    def on_intsol(prob, data):
-        incumbents.add(prob.attributes.mipobjval, prob.getCallbackSolution)
+    def __init__(self, p):
+        self.p, self.ctrlc, self.status = p, _CtrlC(), (2, 0)
 
-    with quiet_output():
+
+class XpressBackend(Backend):
+    """FICO Xpress through its Python API (see the module docstring)."""
+
+    name = "xpress"
+    module = "xpress"
+    caps = Capabilities(classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
+                        trajectory=True, warm_start=True, threads=True)
+    about = About(description="FICO Xpress through its Python API (LP, MILP, QP, MIQP, QCQP, MIQCQP incl. "
+                              "non-convex; SOS, indicators)",
+                  install="pip install milopt[xpress]",
+                  limits="PyPI wheel = Community licence: rows + columns <= 5,000; <= 200 when quadratic")
+    status_map = STATUS_MAP
+    rewrites = (rw.DROP_FREE_ROWS, rw.QUADRATIC_LE, rw.ONE_SIDED_INDICATORS, rw.finite_bounds(XPRESS_INF))
+    option_hint = "an Xpress control name, e.g. presolve=0"
+
+    @property
+    def native_errors(self):
+        xp = _xpress()
+        return (xp.SolverError, xp.ModelError, xp.InterfaceError)
+
+    def version(self) -> str:
+        return str(_xpress().__version__)
+
+    def cannot_take(self, mf, opts):
+        """Refuse, before loading, an instance over the Community licence when that is the
+        installed licence (probed once); a full licence takes everything."""
+        return licence_skip(_over(mf), "xpress", _probe_community)
+
+    def open(self, mf, opts):
+        p = _problem()
+        p.controls.outputlog = 1 if opts.verbose else 0
+        return _Session(p)
+
+    def build(self, s, mf, opts, incumbents):
+        p = s.p
+        _load(p, mf)
+        _priorities(p, mf)
+        extra = {}
+        mip = mf.is_mip()
+        if opts.warm_start and opts.x0 is not None and mip:
+            idx, vals = start_pairs(opts.x0)
+            if idx.size:
+                p.addMipSol(vals.tolist(), idx.tolist(), "milopt_start")
+            extra["warm_start_entries"] = int(idx.size)
+        if mip or mf.qrows or mf.has_quadratic_objective():
+            p.addIntsolCallback(lambda prob, data: incumbents.add(prob.attributes.mipobjval, prob.getCallbackSolution),
+                                None, 0)
+        return extra
+
+    def set_common(self, s, mf, opts):
+        if opts.threads is not None:
+            s.p.controls.threads = int(opts.threads)
+        if opts.mip_gap is not None:
+            s.p.controls.miprelstop = float(opts.mip_gap)
+
+    def set_option(self, s, name, value):
+        s.p.setControl(name, value)
+
+    def option_names(self, s):
+        return [k for k in dir(s.p.controls) if not k.startswith("_")]
+
+    def set_time_limit(self, s, seconds):
+        s.p.controls.timelimit = seconds
+
+    def optimize(self, s, mf, opts, extra):
+        s.ctrlc.attach(s.p)
         try:
-            p = _problem()
-            p.controls.outputlog = 1 if opts.verbose else 0
-            _load(p, mf)
-            _priorities(p, mf)
-            extra = {}
-            mip = is_mip(mf)
-            if opts.warm_start and opts.x0 is not None and mip:
-                idx, vals = start_pairs(opts.x0)
-                if idx.size:
-                    p.addMipSol(vals.tolist(), idx.tolist(), "milopt_start")
-                extra["warm_start_entries"] = int(idx.size)
-            if mip or mf.qrows or mf.has_quadratic_objective():
-                p.addIntsolCallback(on_intsol, None, 0)
-            if opts.threads is not None:
-                p.controls.threads = int(opts.threads)
-            if opts.mip_gap is not None:
-                p.controls.miprelstop = float(opts.mip_gap)
+            solvestatus, solstatus = s.p.optimize()
+        finally:
+            s.ctrlc.restore()
+        s.status = (int(solvestatus), int(solstatus))
 
-            set_native(p.setControl, opts.options, "xpress", "an Xpress control name, e.g. presolve=0")
-            left = dl.remaining()
-            if left is not None:
-                p.controls.timelimit = left
-            ctrlc = _CtrlC()
-            ctrlc.attach(p)
-            extra["build_seconds"] = dl.elapsed()
+    def outcome(self, s, mf, extra) -> Outcome:
+        p, (solvestatus, solstatus) = s.p, s.status
+        a = p.attributes
+        stop = int(a.stopstatus)
+        how = _SOLVESTATUS.get(solvestatus, "failed")
+        code = (how, solstatus) if how == "completed" else ("stopped", stop)
+        has = solstatus in (1, 2)
+        used = int(a.optimizetypeused)  # 0 LP, 1 MIP, 2 local NLP, 3 global NLP
+        branch = used in (1, 3)
+        bound = None
+        if branch:
             try:
-                solvestatus, solstatus = p.optimize()
-            finally:
-                ctrlc.restore()
-            extra["solve_seconds"] = dl.elapsed() - extra["build_seconds"]
-            return _result(p, mf, int(solvestatus), int(solstatus), extra, incumbents)
-        except (xp.SolverError, xp.ModelError, xp.InterfaceError) as exc:
-            if _is_size_error(exc):
-                msg = _over(mf) or f"xpress: the installed licence refused the instance ({one_line(exc)}); {FULL_LICENCE}"
-                return error_result(msg, licence=True, trajectory=incumbents.points)
-            if "licen" in str(exc).lower():
-                return error_result(f"xpress: {one_line(exc)}; {FULL_LICENCE}", licence=True)
-            return error_result(f"xpress: {one_line(exc)}", trajectory=incumbents.points)
+                bound = float(a.bestbound)
+            except Exception:
+                bound = None
+            if bound is not None and abs(bound) >= XPRESS_INF:
+                bound = None
+        extra.update(solvestatus=solvestatus, solstatus=solstatus, stopstatus=stop, optimizetypeused=used)
+        return Outcome(code=code, termination=T.ERROR if how == "failed" else None,
+                       x=np.asarray(p.getSolution(), dtype=float) if has else None,
+                       objective=float(a.objval) if has else None, bound=bound,
+                       iterations=int(a.simplexiter) + int(a.bariter), nodes=int(a.nodes) if branch else None,
+                       status_text=f"{how}; solstatus {solstatus}; stopstatus {stop}", extra=extra)
+
+    def failure(self, exc, mf, incumbents):
+        if _is_size_error(exc):
+            msg = _over(mf) or f"xpress: the installed licence refused the instance ({one_line(exc)}); {FULL_LICENCE}"
+            return error_result(msg, licence=True, trajectory=incumbents.points)
+        if "licen" in str(exc).lower():
+            return error_result(f"xpress: {one_line(exc)}; {FULL_LICENCE}", licence=True)
+        return error_result(f"xpress: {one_line(exc)}", trajectory=incumbents.points)
 
 
-def _result(p, mf, solvestatus: int, solstatus: int, extra: dict, incumbents) -> RawResult:
-    a = p.attributes
-    stop = int(a.stopstatus)
-    how = _SOLVESTATUS.get(solvestatus, "failed")
-    if how == "completed":
-        term = map_status(STATUS_MAP, (how, solstatus))
-    elif how == "failed":
-        term = T.ERROR
-    else:
-        term = map_status(STATUS_MAP, ("stopped", stop))
-    has = solstatus in (1, 2)
-    x = np.asarray(p.getSolution(), dtype=float) if has else None
-    obj = float(a.objval) if has else None
-    used = int(a.optimizetypeused)  # 0 LP, 1 MIP, 2 local NLP, 3 global NLP
-    branch = used in (1, 3)
-    bound = None
-    if branch:
-        try:
-            bound = float(a.bestbound)
-        except Exception:
-            bound = None
-        if bound is not None and abs(bound) >= 1e20:
-            bound = None
-    elif term == T.OPTIMAL:
-        bound = obj
-    iters = int(a.simplexiter) + int(a.bariter)
-    nodes = int(a.nodes) if branch else None
-    extra.update(solvestatus=solvestatus, solstatus=solstatus, stopstatus=stop, optimizetypeused=used)
-    text = f"{how}; solstatus {solstatus}; stopstatus {stop}"
-    return RawResult(termination=term, x=x, objective=obj, bound=bound, iterations=iters, nodes=nodes,
-                     status_text=text, trajectory=incumbents.finish(obj, has, x), extra=extra)
-
-
-BACKEND = Backend(
-    name="xpress", classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
-    module="xpress", version=_version, solve_matrix=solve_matrix, status_map=STATUS_MAP, skip=skip,
-    description="FICO Xpress through its Python API (LP, MILP, QP, MIQP, QCQP, MIQCQP incl. non-convex; "
-                "SOS, indicators)",
-    install="pip install milopt[xpress]",
-    limits="PyPI wheel = Community licence: rows + columns <= 5,000; <= 200 when quadratic",
-    trajectory=True, warm_start=True, threads=True)
-
+BACKEND = XpressBackend()
