@@ -81,6 +81,41 @@ def degenerate(pred, scores=None, classes=None, unit: str = "bag") -> str | None
     return f"every {unit} predicted {name} ({n} {unit}s)"
 
 
+def balanced_threshold(scores, y, natural: float = 0.0) -> tuple[float, float]:
+    r"""The bag threshold :math:`t` that maximises the balanced accuracy of the rule
+    "positive when score > t" on ``scores`` with labels ``y`` (0/1); returns ``(t, balanced accuracy)``.
+
+    The candidates are ``natural`` and the midpoints between consecutive distinct scores (and
+    one point below and one above all of them).  For the rule at :math:`t`, with :math:`P`
+    positive and :math:`N` negative bags, the balanced accuracy is
+    :math:`\tfrac12\,(\#\{i: y_i = 1,\ s_i > t\}/P + \#\{i: y_i = 0,\ s_i \le t\}/N)`,
+    evaluated for all candidates at once from cumulative counts over the sorted scores.  Ties:
+    ``natural`` is kept when it reaches the maximum (the model's own rule is changed only when
+    another threshold does strictly better), else the maximiser nearest to ``natural``."""
+    s = np.asarray(scores, dtype=float).ravel()
+    y = np.asarray(y).ravel().astype(int)
+    ok = np.isfinite(s)
+    s, y = s[ok], y[ok]
+    P, N = int(np.sum(y == 1)), int(np.sum(y == 0))
+    if P == 0 or N == 0:
+        return float(natural), float("nan")
+    u = np.unique(s)
+    cand = np.concatenate(([natural, u[0] - 1.0], 0.5 * (u[:-1] + u[1:]), [u[-1] + 1.0]))
+    order = np.argsort(s, kind="stable")
+    ss, yy = s[order], y[order]
+    # number of bags with score <= t, per candidate; then positives / negatives at or below t
+    below = np.searchsorted(ss, cand, side="right")
+    pos_below = np.concatenate(([0], np.cumsum(yy)))[below]
+    neg_below = below - pos_below
+    ba = 0.5 * ((P - pos_below) / P + neg_below / N)
+    best = ba.max()
+    if ba[0] >= best - 1e-12:
+        return float(natural), float(ba[0])
+    top = np.flatnonzero(ba >= best - 1e-12)
+    i = top[np.argmin(np.abs(cand[top] - natural))]
+    return float(cand[i]), float(ba[i])
+
+
 def evaluate(estimator, bags: Bags, warnings: list | None = None) -> dict:
     """Bag metrics of a fitted estimator on ``bags`` (plus instance metrics when labels exist).
 

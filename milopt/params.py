@@ -415,3 +415,13 @@ def _from_tuple(t) -> Param:
     if kind == "str" and default is None:
         kind = "any"
     return Param(kind, default, help_)
+
+
+#: The bag decision rule of every fit method, declared once: ``milopt fit METHOD --set
+#: threshold=...``, ``milopt list``, ``--tune`` and the estimators' ``threshold`` argument all read
+#: this declaration.  ``auto``: a bag threshold on the decision scores chosen on the training
+#: bags by the method's rule (:meth:`milopt.estimators.base.MILClassifier.threshold_rule`);
+#: ``zero``: the model's own rule (score > 0); a number: score > that number.
+THRESHOLD = Param("float", "auto", "bag decision rule: auto (a threshold chosen on the training bags by the "
+                  "method's rule), zero (score > 0, the model's own rule) or a number (score > it)",
+                  choices=("auto", "zero"), name="threshold")

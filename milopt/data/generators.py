@@ -37,7 +37,11 @@
 ``digits``
     Bags built from scikit-learn's 8x8 digits (64 features): each bag draws 2..``max_size``
     images; an instance is positive when its digit is ``target`` (default 9); bag label is
-    the maximum of its instance labels.  Half of the bags are forced positive.
+    the maximum of its instance labels.  Half of the bags are forced positive
+    (``positive_fraction``).  For robustness regimes: ``witness_rate`` fixes the share of
+    positive instances in a positive bag (max(1, round(rate · size)) of them; default: 1 to
+    ⌈size/3⌉ drawn uniformly), and ``noise_features`` appends that many uninformative features,
+    i.i.d. uniform on [0, 1] like the scaled pixels.
 """
 from __future__ import annotations
 
@@ -181,8 +185,25 @@ def kent_yu(scenario=1, bags=50, instances=3, samples=50, features=10, p_positiv
                                               "seed": seed})
 
 
-def digits(bags=100, min_size=2, max_size=8, target=9, positive_fraction=0.5, seed=0) -> Bags:
-    """Bags of scikit-learn digits; instance positive when its digit equals ``target``."""
+def digits(bags=100, min_size=2, max_size=8, target=9, positive_fraction=0.5, witness_rate=None, noise_features=0,
+           seed=0) -> Bags:
+    """Bags of scikit-learn digits; instance positive when its digit equals ``target``.
+
+    Parameters
+    ----------
+    bags, min_size, max_size : int
+        Number of bags; each bag draws its size uniformly in [min_size, max_size].
+    target : int
+        The positive digit.
+    positive_fraction : float
+        Share of positive bags (round(fraction · bags), at least 1 and at most bags - 1).
+    witness_rate : float, optional
+        Share of positive instances in a positive bag: max(1, round(rate · size)); default
+        1 to ⌈size/3⌉ uniformly.
+    noise_features : int
+        Uninformative features appended, i.i.d. uniform on [0, 1].
+    seed : int
+    """
     from sklearn.datasets import load_digits
 
     _check_pos_int("bags", bags, 2)
@@ -191,6 +212,11 @@ def digits(bags=100, min_size=2, max_size=8, target=9, positive_fraction=0.5, se
         raise InvalidParameterError(f"max_size: must be >= min_size ({min_size}), got {max_size}")
     if target not in range(10):
         raise InvalidParameterError(f"target: a digit 0..9, got {target!r}")
+    if not 0 < float(positive_fraction) < 1:
+        raise InvalidParameterError(f"positive_fraction: expected a share in (0, 1), got {positive_fraction!r}")
+    if witness_rate is not None and not 0 < float(witness_rate) <= 1:
+        raise InvalidParameterError(f"witness_rate: expected a share in (0, 1], got {witness_rate!r}")
+    _check_pos_int("noise_features", noise_features, 0)
     data = load_digits()
     Xall = data.data / 16.0
     lab = data.target
@@ -199,13 +225,17 @@ def digits(bags=100, min_size=2, max_size=8, target=9, positive_fraction=0.5, se
     neg_pool = np.flatnonzero(lab != target)
     sizes = rng.integers(min_size, max_size + 1, size=bags)
     y = np.zeros(bags, dtype=np.int64)
-    y[rng.permutation(bags)[: int(round(positive_fraction * bags))]] = 1
+    n_pos_bags = min(max(int(round(positive_fraction * bags)), 1), bags - 1)
+    y[rng.permutation(bags)[:n_pos_bags]] = 1
     total = int(sizes.sum())
     rows = rng.choice(neg_pool, size=total, replace=True)
     bag_index = np.repeat(np.arange(bags), sizes)
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     # positive bags: 1..ceil(size/3) positives at the start of the bag, then shuffled within bag
-    n_pos = np.where(y == 1, 1 + rng.integers(0, np.maximum(1, sizes // 3), size=bags), 0)
+    if witness_rate is None:
+        n_pos = np.where(y == 1, 1 + rng.integers(0, np.maximum(1, sizes // 3), size=bags), 0)
+    else:
+        n_pos = np.where(y == 1, np.maximum(1, np.round(float(witness_rate) * sizes)).astype(np.int64), 0)
     within = np.arange(total) - np.repeat(starts, sizes)
     is_pos = within < np.repeat(n_pos, sizes)
     rows[is_pos] = rng.choice(pos_pool, size=int(is_pos.sum()), replace=True)
@@ -213,11 +243,14 @@ def digits(bags=100, min_size=2, max_size=8, target=9, positive_fraction=0.5, se
     order = np.lexsort((rng.random(total), bag_index))
     rows = rows[order]
     inst_y = (lab[rows] == target).astype(np.int64)
-    return Bags(X=Xall[rows], bag_index=bag_index, y=y, instance_y=inst_y, name="digits",
+    X = Xall[rows]
+    if noise_features:
+        X = np.hstack([X, rng.random((total, int(noise_features)))])
+    return Bags(X=X, bag_index=bag_index, y=y, instance_y=inst_y, name="digits",
                 meta={"generator": "digits", "target": target, "seed": seed})
 
 
 register_generator("kent-yu", kent_yu, "Kent & Yu simulation scenarios (distributional instances, Table 1): "
                    "scenario=1..4, bags, instances, samples, features, variant=paper|mildsvm, seed")
 register_generator("digits", digits, "bags of sklearn digits with true instance labels: bags, min_size, "
-                   "max_size, target, seed")
+                   "max_size, target, positive_fraction, witness_rate, noise_features, seed")

@@ -85,19 +85,116 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
     """Base of binary max-rule MIL classifiers.
 
     Subclasses implement ``_fit(bags)`` and ``predict_instances(bags)`` (instance scores);
-    a bag's score is the maximum of its instance scores and it is predicted positive when the
-    score exceeds ``threshold_`` (0 for margin classifiers).
+    a bag's score is the maximum of its instance scores (``decision_function``) and it is
+    predicted positive when the score exceeds ``threshold_``.
+
+    **Decision rule** (the constructor argument ``threshold``, declared once as
+    :data:`milopt.params.THRESHOLD`): ``'zero'`` keeps the model's own rule, score > 0 (the
+    margin of an SVM, log-odds 0 = probability ½ for VGPMIL); a number ``t`` predicts
+    score > ``t``; ``'auto'`` (default) chooses ``threshold_`` on the training bags by the
+    method's :attr:`threshold_rule`, with :func:`milopt.metrics.balanced_threshold` (the
+    threshold that maximises bag balanced accuracy, 0 kept when nothing does better):
+
+    * ``'inner-cv'`` -- on out-of-fold bag scores: the training bags are split into
+      :attr:`threshold_folds` stratified folds (seeded with ``random_state``), the method
+      (with ``threshold='zero'``) is fitted on all but one fold and scores the held-out one,
+      and the threshold is chosen on these scores; then the model fitted on all training bags
+      uses it.  Held-out scores, not training scores: a flexible model (an RBF SVM on
+      instances, a Gaussian process) scores its own training bags far apart, so a threshold
+      chosen there says nothing about new bags, which is where the max rule shifts every score
+      (in a new bag the largest of many unseen instance scores is the bag score).  The cost is
+      :attr:`threshold_folds` extra fits on part of the bags; it is the rule of every native
+      method.
+    * ``'training'`` -- on the training bags' own scores: the rule of the methods solved
+      through a solver (formulations, ``misvm-miqp``, ``mismm-miqp``, ``dcmil-dca``, the batch
+      LPs), where refitting per fold would multiply the solver time, and of ``dcmil`` with
+      ``inner_cv`` (already a grid search over C in inner folds).  For a linear model that
+      separates the training bags the chosen threshold lies in the gap between the classes
+      (0 when 0 does).
+
+    ``decision_function`` does not depend on the rule (AUC is unchanged); ``decision_rule_``
+    names the rule used (``'inner-cv'``, ``'training'``, ``'zero'``, ``'fixed'``, or ``'argmax'``
+    for K > 2 classes), ``threshold_scores_`` holds the bag scores an ``auto`` rule chose on,
+    and ``fit_info_`` holds ``decision_rule`` and ``threshold`` (``milopt fit --json`` reports
+    them per fit).  Tuning
+    a threshold on held-out scores is the approach of scikit-learn's
+    ``TunedThresholdClassifierCV``; balanced accuracy is the criterion because MIL data are
+    often imbalanced and the bag score of the max rule is shifted upward on bags it has not
+    seen, so the margin's 0 calls most such bags positive.
     """
 
     threshold_ = 0.0
+    #: how ``threshold='auto'`` chooses ``threshold_``: ``'inner-cv'`` or ``'training'``
+    threshold_rule = "inner-cv"
+    #: folds of the ``'inner-cv'`` rule
+    threshold_folds = 3
 
     def fit(self, bags, y=None):
         bags = as_bags(bags, y, fitting=True)
         self.classes_ = user_classes(y, bags)
         self.n_features_in_ = bags.n_features
         self._fit(bags)
+        self._choose_threshold(bags)
         self._check_degenerate(bags)
         return self
+
+    # ------------------------------------------------------------------ decision rule
+    def _auto_rule(self) -> str:
+        """The rule ``threshold='auto'`` applies (a subclass may choose it from its parameters)."""
+        return self.threshold_rule
+
+    def _choose_threshold(self, bags: Bags) -> None:
+        """Set ``threshold_`` and ``decision_rule_`` from ``threshold`` (see the class docstring)."""
+        from milopt.metrics import balanced_threshold
+        from milopt.params import THRESHOLD
+
+        spec = THRESHOLD.parse(getattr(self, "threshold", "auto"), "threshold")
+        if np.asarray(self.classes_).size != 2:
+            rule, t = "argmax", float("nan")           # K > 2 classes: the method's own multi-class rule
+        elif spec == "zero":
+            rule, t = "zero", 0.0
+        elif spec != "auto":
+            rule, t = "fixed", float(spec)
+        else:
+            rule = self._auto_rule()
+            scores = self._out_of_fold_scores(bags) if rule == "inner-cv" else None
+            if scores is None:
+                rule, scores = "training", self.decision_function(bags)
+            t = balanced_threshold(scores, bags.y)[0]
+            self.threshold_scores_ = np.asarray(scores, dtype=float)
+        self.threshold_ = t
+        self.decision_rule_ = rule
+        info = dict(getattr(self, "fit_info_", None) or {})
+        info.update(decision_rule=rule, threshold=t)
+        self.fit_info_ = info
+
+    def _out_of_fold_scores(self, bags: Bags):
+        """Bag scores of ``threshold_folds`` inner models, each on the bags it was not fitted on
+        (None when a class has fewer than 2 bags or an inner fit fails)."""
+        import warnings
+
+        from sklearn.base import clone
+        from sklearn.model_selection import StratifiedKFold
+
+        from milopt.errors import MiloptError
+
+        k = int(min(self.threshold_folds, np.bincount(bags.y, minlength=2).min()))
+        if k < 2:
+            return None
+        seed = getattr(self, "random_state", 0)
+        skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=0 if seed is None else int(seed))
+        scores = np.empty(bags.n_bags)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DegenerateModelWarning)
+                for tr, te in skf.split(np.zeros(bags.n_bags), bags.y):
+                    inner = clone(self)
+                    inner.threshold = "zero"           # also for a plugin class without the argument
+                    inner.fit(bags.subset(tr))
+                    scores[te] = np.asarray(inner.decision_function(bags.subset(te)), dtype=float).ravel()
+        except MiloptError:
+            return None
+        return scores
 
     def _check_degenerate(self, bags: Bags) -> None:
         """Warn (:class:`~milopt.errors.DegenerateModelWarning`) when the fitted model predicts

@@ -74,6 +74,8 @@ class _BatchClassifier(MILClassifier):
     """Shared machinery: linear pre-classifier + batch operator at prediction time."""
 
     instance_threshold_ = 0.0
+    #: LPs and linear systems through a solver: ``threshold='auto'`` chooses on the training scores
+    threshold_rule = "training"
 
     def _needs_coords(self) -> bool:
         return True
@@ -196,7 +198,7 @@ class BatchSVMClassifier(_BatchClassifier):
     """
 
     def __init__(self, nu=1.0, theta=1.0, alpha=0.5, thresholded=True, distance="euclidean",
-                 class_weight="none", solver="highs", time_limit=120.0, append_coords="auto"):
+                 class_weight="none", solver="highs", time_limit=120.0, append_coords="auto", threshold="auto"):
         self.nu = nu
         self.theta = theta
         self.alpha = alpha
@@ -206,6 +208,7 @@ class BatchSVMClassifier(_BatchClassifier):
         self.solver = solver
         self.time_limit = time_limit
         self.append_coords = append_coords
+        self.threshold = threshold
 
     def _needs_coords(self) -> bool:
         return float(self.theta_ if hasattr(self, "theta_") else self.theta) != 0.0
@@ -265,7 +268,7 @@ class BatchProbClassifier(BatchSVMClassifier):
     """
 
     def __init__(self, nu=1.0, alpha=0.5, sigma=1.0, distance="euclidean", class_weight="none", solver="highs",
-                 time_limit=120.0, append_coords="auto"):
+                 time_limit=120.0, append_coords="auto", threshold="auto"):
         self.nu = nu
         self.alpha = alpha
         self.sigma = sigma
@@ -274,6 +277,7 @@ class BatchProbClassifier(BatchSVMClassifier):
         self.solver = solver
         self.time_limit = time_limit
         self.append_coords = append_coords
+        self.threshold = threshold
 
     def _needs_coords(self) -> bool:
         return True
@@ -323,7 +327,7 @@ class BatchPSVMClassifier(_BatchClassifier):
     """
 
     def __init__(self, nu=1.0, theta=1.0, alpha=0.5, thresholded=True, distance="euclidean", class_weight="none",
-                 learn_theta=False, max_iter=500, tol=1e-6, append_coords="auto"):
+                 learn_theta=False, max_iter=500, tol=1e-6, append_coords="auto", threshold="auto"):
         self.nu = nu
         self.theta = theta
         self.alpha = alpha
@@ -334,6 +338,7 @@ class BatchPSVMClassifier(_BatchClassifier):
         self.max_iter = max_iter
         self.tol = tol
         self.append_coords = append_coords
+        self.threshold = threshold
 
     def _needs_coords(self) -> bool:
         if hasattr(self, "theta_"):
@@ -379,10 +384,10 @@ class LearnedThetaBatchPSVM(BatchPSVMClassifier):
     """BatchPSVM with θ learned (eq. 7); ``theta`` is the starting value (0: start from PSVM)."""
 
     def __init__(self, nu=1.0, theta=0.0, alpha=0.5, thresholded=True, distance="euclidean", class_weight="none",
-                 learn_theta=True, max_iter=500, tol=1e-6, append_coords="auto"):
+                 learn_theta=True, max_iter=500, tol=1e-6, append_coords="auto", threshold="auto"):
         super().__init__(nu=nu, theta=theta, alpha=alpha, thresholded=thresholded, distance=distance,
                          class_weight=class_weight, learn_theta=learn_theta, max_iter=max_iter, tol=tol,
-                         append_coords=append_coords)
+                         append_coords=append_coords, threshold=threshold)
 
 
 register_method("batchsvm", BatchSVMClassifier, fixed={"thresholded": True}, needs=("coords",),

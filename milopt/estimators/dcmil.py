@@ -82,7 +82,7 @@ class DCMILClassifier(MILClassifier):
 
     def __init__(self, method="dcpca", C=1.0, inner_cv=False, C_grid=None, inner_folds=5, theta=0.7, eta=0.7,
                  m=0.01, sigma=0.01, eps=0.95, max_fev="auto", bundle_size=100, b2="current", solver="highs",
-                 max_iter=50, time_limit=None, n_jobs=None, random_state=0):
+                 max_iter=50, time_limit=None, n_jobs=None, random_state=0, threshold="auto"):
         self.method = method
         self.C = C
         self.inner_cv = inner_cv
@@ -101,6 +101,7 @@ class DCMILClassifier(MILClassifier):
         self.time_limit = time_limit
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.threshold = threshold
 
     # ------------------------------------------------------------------------------------
     def _fit(self, bags: Bags):
@@ -155,7 +156,7 @@ class DCMILClassifier(MILClassifier):
         if k < 2 or counts.min() < k:
             raise InvalidParameterError(f"inner_folds: need 2 <= folds <= bags of the smallest class ({counts.min()}), "
                                         f"got {self.inner_folds}")
-        base = clone(self).set_params(inner_cv=False)
+        base = clone(self).set_params(inner_cv=False, threshold="zero")
         t0 = time.process_time()
         gs = GridSearchCV(base, {"C": [float(c) for c in grid]},
                           cv=StratifiedKFold(n_splits=k, shuffle=True, random_state=self.random_state),
@@ -170,6 +171,11 @@ class DCMILClassifier(MILClassifier):
         self.fit_info_ = dict(best.fit_info_, inner_cv_cpu_seconds=time.process_time() - t0,
                               inner_cv_score=float(gs.best_score_))
         return self
+
+    def _auto_rule(self) -> str:
+        """``inner-cv`` for DCPCA with a given C; ``training`` for the DCA (one solver QP per
+        iteration) and with ``inner_cv`` (a grid search over C in inner folds already)."""
+        return "training" if self.method == "dca" or parse_bool("inner_cv", self.inner_cv) else "inner-cv"
 
     def predict_instances(self, bags) -> np.ndarray:
         bags = self._check_input(bags)

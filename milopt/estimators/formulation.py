@@ -74,9 +74,12 @@ class FormulationClassifier(MILClassifier):
     """
 
     _formulation: str | None = None
+    #: ``threshold='auto'`` chooses on the training scores: a refit per inner fold would multiply
+    #: the solver time (see :class:`~milopt.estimators.base.MILClassifier`)
+    threshold_rule = "training"
 
     def __init__(self, formulation="misvm-bigm", params=None, solver="auto", time_limit=60.0, mip_gap=None,
-                 threads=None, warm_start=True):
+                 threads=None, warm_start=True, threshold="auto"):
         self.formulation = formulation
         self.params = params
         self.solver = solver
@@ -84,6 +87,7 @@ class FormulationClassifier(MILClassifier):
         self.mip_gap = mip_gap
         self.threads = threads
         self.warm_start = warm_start
+        self.threshold = threshold
 
     # -- hooks for subclasses -------------------------------------------------
     def _get_formulation(self):
@@ -157,6 +161,8 @@ def classifier_class(form) -> type:
               for k, p in f.params.items()]
     params += [inspect.Parameter(k, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=p.default)
                for k, p in SOLVER_PARAMS.items() if k not in f.params]
+    if "threshold" not in f.params:     # the bag decision rule of every method (milopt.params.THRESHOLD)
+        params.append(inspect.Parameter("threshold", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="auto"))
     sig = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)] + params)
     defaults = {p.name: p.default for p in params}
 

@@ -66,7 +66,7 @@ class _KernelMIL(MILClassifier):
             S = bags.samples
             self.scaler_ = StandardScaler().fit(S) if self.scale_samples else None
             S = self.scaler_.transform(S) if self.scaler_ is not None else S
-            self.kernel_, self.gamma_ = check_kernel(self.kernel, self.gamma, S.shape[1])
+            self.kernel_, self.gamma_ = check_kernel(self.kernel, self.gamma, S.shape[1], S)
             K = mean_embedding_kernel(S, bags.sample_ptr, kernel=self.kernel_, gamma=self.gamma_)
             self._train = ("samples", S, bags.sample_ptr)
             return K, None
@@ -79,7 +79,7 @@ class _KernelMIL(MILClassifier):
         else:
             self.scaler_ = None
             X = bags.X
-        self.kernel_, self.gamma_ = check_kernel(self.kernel, self.gamma, X.shape[1])
+        self.kernel_, self.gamma_ = check_kernel(self.kernel, self.gamma, X.shape[1], X)
         self._train = ("vectors", X, None)
         K = None if self.kernel_ == "linear" and X.shape[0] > 2500 else kernel_matrix(X, None, self.kernel_, self.gamma_)
         return K, X
@@ -152,10 +152,12 @@ class SILClassifier(_KernelMIL):
     ----------
     C : float
     kernel : {'rbf', 'linear'}
-        Default 'rbf' (with gamma = 1/n_features): on MUSK1 (10-fold CV, seed 0) the linear
+        Default 'rbf' (with gamma = 'scale', 1/(n_features · X.var()), which is 1/n_features on
+        standardised features): on MUSK1 (10-fold CV, seed 0) the linear
         default scored 0.761 against 0.857 for the nested-CV figure over C with RBF, the RBF
         default 0.847 (docs/results.md, "Defaults against tuning").
-    gamma : float, optional (rbf; default 1/n_features)
+    gamma : float or 'scale' or 'auto', optional
+        RBF width (default 'scale' = 1/(n_features · X.var()); 'auto' = 1/n_features).
     class_weight : {'balanced', 'balanced-instances', 'none'}
         Instance cost multipliers: 'balanced' (default) is scikit-learn's meaning over bags,
         each instance weighing n_bags / (2 · n_bags of its bag's class); 'balanced-instances'
@@ -173,7 +175,7 @@ class SILClassifier(_KernelMIL):
     """
 
     def __init__(self, C=1.0, kernel="rbf", gamma=None, class_weight="balanced", distributional=False, summary=None,
-                 scale_samples=True, tol=1e-3, random_state=0):
+                 scale_samples=True, tol=1e-3, random_state=0, threshold="auto"):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -183,6 +185,7 @@ class SILClassifier(_KernelMIL):
         self.scale_samples = scale_samples
         self.tol = tol
         self.random_state = random_state
+        self.threshold = threshold
 
     def _fit(self, bags: Bags):
         from sklearn.svm import SVC
@@ -218,9 +221,10 @@ class SISMMClassifier(SILClassifier):
     """si-SMM: SIL with the kernel mean embedding (support measure machine) kernel (Kent & Yu's baseline)."""
 
     def __init__(self, C=1.0, kernel="rbf", gamma=None, class_weight="balanced", distributional=True, summary=None,
-                 scale_samples=True, tol=1e-3, random_state=0):
+                 scale_samples=True, tol=1e-3, random_state=0, threshold="auto"):
         super().__init__(C=C, kernel=kernel, gamma=gamma, class_weight=class_weight, distributional=distributional,
-                         summary=summary, scale_samples=scale_samples, tol=tol, random_state=random_state)
+                         summary=summary, scale_samples=scale_samples, tol=tol, random_state=random_state,
+                         threshold=threshold)
 
 
 # ------------------------------------------------------------------------- MI-SVM
@@ -237,7 +241,8 @@ class MISVMHeuristic(_KernelMIL):
         Slack cost before class weighting.
     kernel : {'linear', 'rbf'}
     gamma : float, optional
-        RBF width ``exp(-gamma |x-y|^2)`` (default 1/n_features).
+        RBF width ``exp(-gamma |x-y|^2)`` (default 'scale' = 1/(n_features · X.var()), see
+        :func:`milopt.features.kernels.check_kernel`; 'auto' = 1/n_features).
     slack : {'instance', 'bag'}
         One slack per negative instance (Andrews) or per negative bag (Kent & Yu).
     class_weight : {'kent-yu', 'balanced', 'none'}
@@ -266,7 +271,7 @@ class MISVMHeuristic(_KernelMIL):
 
     def __init__(self, C=1.0, kernel="linear", gamma=None, slack="bag", class_weight="balanced", init="centroid",
                  restarts=3, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary=None,
-                 scale_samples=True, scale_C=True, random_state=0):
+                 scale_samples=True, scale_C=True, random_state=0, threshold="auto"):
         self.C = C
         self.scale_C = scale_C
         self.kernel = kernel
@@ -282,6 +287,7 @@ class MISVMHeuristic(_KernelMIL):
         self.summary = summary
         self.scale_samples = scale_samples
         self.random_state = random_state
+        self.threshold = threshold
 
     def _fit(self, bags: Bags):
         from milopt.algorithms.mi_heuristics import misvm_alternate
@@ -322,10 +328,11 @@ class MISMMHeuristic(MISVMHeuristic):
 
     def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=True, summary=None,
-                 scale_samples=True, scale_C=False, random_state=0):
+                 scale_samples=True, scale_C=False, random_state=0, threshold="auto"):
         MISVMHeuristic.__init__(self, C=C, kernel=kernel, gamma=gamma, slack=slack, class_weight=class_weight, init=init,
                          restarts=restarts, max_iter=max_iter, solver=solver, tol=tol, distributional=distributional,
-                         summary=summary, scale_samples=scale_samples, scale_C=scale_C, random_state=random_state)
+                         summary=summary, scale_samples=scale_samples, scale_C=scale_C, random_state=random_state,
+                         threshold=threshold)
 
 
 class MISVMSummary(MISVMHeuristic):
@@ -335,10 +342,11 @@ class MISVMSummary(MISVMHeuristic):
 
     def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary="univ1",
-                 scale_samples=True, scale_C=False, random_state=0):
+                 scale_samples=True, scale_C=False, random_state=0, threshold="auto"):
         MISVMHeuristic.__init__(self, C=C, kernel=kernel, gamma=gamma, slack=slack, class_weight=class_weight, init=init,
                          restarts=restarts, max_iter=max_iter, solver=solver, tol=tol, distributional=distributional,
-                         summary=summary, scale_samples=scale_samples, scale_C=scale_C, random_state=random_state)
+                         summary=summary, scale_samples=scale_samples, scale_C=scale_C, random_state=random_state,
+                         threshold=threshold)
 
 
 # ------------------------------------------------------------------------- mi-SVM
@@ -355,7 +363,7 @@ class MiSVMHeuristic(_KernelMIL):
     """
 
     def __init__(self, C=1.0, kernel="rbf", gamma=None, class_weight="balanced", max_iter=50, tol=1e-3,
-                 distributional=False, summary=None, scale_samples=True, random_state=0):
+                 distributional=False, summary=None, scale_samples=True, random_state=0, threshold="auto"):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -366,6 +374,7 @@ class MiSVMHeuristic(_KernelMIL):
         self.summary = summary
         self.scale_samples = scale_samples
         self.random_state = random_state
+        self.threshold = threshold
 
     def _fit(self, bags: Bags):
         from milopt.algorithms.mi_heuristics import mi_svm_alternate
@@ -400,8 +409,9 @@ class MISMMMIQP(MILClassifier):
     Parameters
     ----------
     C : float
-    gamma : float, optional
-        RBF width of the point kernel (default 1/n_features).
+    gamma : float or 'scale' or 'auto', optional
+        RBF width of the point kernel (default 'scale' = 1/(n_features · Var(points)), which is
+        1/n_features on the standardised points).
     m : int
         Landmarks (raised to the number of bags so that every bag is represented).
     rank : int, optional
@@ -419,9 +429,12 @@ class MISMMMIQP(MILClassifier):
     random_state : int
     """
 
+    #: solved through the MIQP driver: ``threshold='auto'`` chooses on the training scores
+    threshold_rule = "training"
+
     def __init__(self, C=1.0, gamma=None, m=240, rank=None, class_weight="kent-yu", solver="scip", time_limit=30.0,
                  mip_gap=None, restarts=1, max_iter=50, threads=None, scale_samples=True, init="centroid",
-                 random_state=0):
+                 random_state=0, threshold="auto"):
         self.C = C
         self.init = init
         self.gamma = gamma
@@ -436,6 +449,7 @@ class MISMMMIQP(MILClassifier):
         self.threads = threads
         self.scale_samples = scale_samples
         self.random_state = random_state
+        self.threshold = threshold
 
     def _fit(self, bags: Bags):
         from sklearn.preprocessing import StandardScaler
@@ -452,7 +466,7 @@ class MISMMMIQP(MILClassifier):
         S = bags.samples
         self.scaler_ = StandardScaler().fit(S) if self.scale_samples else None
         S = self.scaler_.transform(S) if self.scaler_ is not None else S
-        _, gamma = check_kernel("rbf", self.gamma, S.shape[1])
+        _, gamma = check_kernel("rbf", self.gamma, S.shape[1], S)
         sizes = np.diff(bags.sample_ptr)
         point_bag = np.repeat(bags.bag_index, sizes)
         idx = stratified_sample(point_bag, int(self.m), self.random_state,

@@ -52,7 +52,8 @@ class MISVMClassifier(FormulationClassifier):
     )
 
     def __init__(self, C=1.0, method="miqp", solver="scip", time_limit=60.0, mip_gap=None, class_weight="kent-yu",
-                 big_m="valid", warm_start=True, threads=None, random_state=0, norm="l2", disjunction="bigm"):
+                 big_m="valid", warm_start=True, threads=None, random_state=0, norm="l2", disjunction="bigm",
+                 threshold="auto"):
         self.C = C
         self.method = method
         self.solver = solver
@@ -65,6 +66,7 @@ class MISVMClassifier(FormulationClassifier):
         self.random_state = random_state
         self.norm = norm
         self.disjunction = disjunction
+        self.threshold = threshold
 
     def _model_params(self) -> dict:
         if self.method != "miqp":

@@ -49,9 +49,9 @@ class PDMISVMClassifier(MILClassifier):
         update through the Gram matrix.
     kernel : {'rbf', 'linear'}, default 'rbf'
         Kernel of the ``kernel`` variant (ignored by the linear variants).
-    gamma : float or 'auto' or 'scale', default 'auto'
-        RBF width in ``exp(-gamma ||x - x'||^2)``; 'auto' = 1 / n_features,
-        'scale' = 1 / (n_features * X.var()).
+    gamma : float or 'auto' or 'scale', default 'scale'
+        RBF width in ``exp(-gamma ||x - x'||^2)``; 'scale' = 1 / (n_features * X.var()) (as
+        scikit-learn; 1 / n_features on standardised features), 'auto' = 1 / n_features.
     n_components : int or None, default None
         Kernel variant: None uses the exact Gram matrix of all training instances;
         an integer uses that many Nystroem landmarks (drawn with ``random_state``).
@@ -85,8 +85,8 @@ class PDMISVMClassifier(MILClassifier):
     """
 
     def __init__(self, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, tol=1e-6, variant="exact", kernel="rbf",
-                 gamma="auto", n_components=None, max_prox="exact", random_state=0, preset=None,
-                 class_weight="none"):
+                 gamma="scale", n_components=None, max_prox="exact", random_state=0, preset=None,
+                 class_weight="none", threshold="auto"):
         self.C = C
         self.mu = mu
         self.rho = rho
@@ -100,6 +100,7 @@ class PDMISVMClassifier(MILClassifier):
         self.random_state = random_state
         self.preset = preset
         self.class_weight = class_weight
+        self.threshold = threshold
 
     # ------------------------------------------------------------------ fit
     def effective_params(self) -> dict:
@@ -199,8 +200,12 @@ class PDMISVMClassifier(MILClassifier):
         return S
 
     def predict(self, bags) -> np.ndarray:
-        """Eq. 2: the class with the largest bag response (ties to the first class)."""
+        """K > 2: eq. 2, the class with the largest bag response (ties to the first class).  K = 2:
+        response_1 - response_0 > ``threshold_`` (eq. 2 is ``threshold='zero'``; see
+        :class:`~milopt.estimators.base.MILClassifier` for ``'auto'``)."""
         S = self.bag_responses(bags)  # checks that the model is fitted first
+        if S.shape[1] == 2:
+            return np.where(S[:, 1] - S[:, 0] > self.threshold_, self.classes_[-1], self.classes_[0])
         return self.classes_[np.argmax(S, axis=1)]
 
 

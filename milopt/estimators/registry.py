@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from milopt.errors import InvalidParameterError
-from milopt.params import Bool, Float, Int, ParamSet
+from milopt.params import THRESHOLD, Bool, Float, Int, ParamSet
 from milopt.plugins import import_all
 
 METHOD_MODULES = [
@@ -45,6 +45,7 @@ COMMON = ParamSet(
     warm_start=Bool(True, "start the solver from a cheap feasible point"),
     scale_samples=Bool(True, "standardise the samples of distributional instances"),
     distributional=Bool(False, "instances are samples (kernel mean embeddings)"),
+    threshold=THRESHOLD,
 )
 
 

@@ -114,7 +114,6 @@ class VGPMILClassifier(MILClassifier):
         Seeds k-means, the inner split, the median subsample and Monte Carlo predictions.
     """
 
-    threshold_ = 0.5
     instance_threshold_ = 0.5
 
     # declared once: what `milopt list` shows and what `--set` / `--tune` accept (the rest is inferred
@@ -151,7 +150,8 @@ class VGPMILClassifier(MILClassifier):
                  lengthscale="auto", lengthscale_grid=(0.25,), H=100.0, warmup=0, max_iter=500, tol=1e-5,
                  early_stopping=True, validation_fraction=0.2, patience=10, refit=True, emax="max", damping=0.5,
                  pi_init="label", learn_kernel=False, kernel_bound="elbo", bag_rule="max",
-                 predict_method="gh", n_samples=500, time_limit=None, blas_threads=1, random_state=0, mean="auto"):
+                 predict_method="gh", n_samples=500, time_limit=None, blas_threads=1, random_state=0, mean="auto",
+                 threshold="auto"):
         self.theta = theta
         self.alpha = alpha
         self.beta = beta
@@ -180,6 +180,7 @@ class VGPMILClassifier(MILClassifier):
         self.blas_threads = blas_threads
         self.random_state = random_state
         self.mean = mean
+        self.threshold = threshold
 
     # ------------------------------------------------------------------ helpers
     def _limits(self):
@@ -339,8 +340,6 @@ class VGPMILClassifier(MILClassifier):
         """Log-odds of the bag probability (monotone in ``predict_proba[:, 1]``, no saturation at 0/1)."""
         return self._predict(bags)[2]
 
-    def predict(self, bags) -> np.ndarray:
-        return np.where(self.decision_function(bags) > 0.0, self.classes_[-1], self.classes_[0])
 
 
 def _segment_argmax(values, ptr):

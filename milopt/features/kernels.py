@@ -20,33 +20,48 @@ from milopt.errors import InvalidDataError, InvalidParameterError
 KERNELS = ("linear", "rbf")
 
 
-def check_kernel(kernel, gamma=None, n_features: int | None = None) -> tuple[str, float | None]:
-    """Validate ``kernel`` and its parameter; returns ``(kernel, gamma)`` with gamma resolved.
+def check_kernel(kernel, gamma=None, n_features: int | None = None, X=None) -> tuple[str, float | None]:
+    r"""Validate ``kernel`` and its parameter; returns ``(kernel, gamma)`` with gamma resolved.
 
     Parameters
     ----------
     kernel : {'linear', 'rbf'}
-    gamma : float or 'auto' or None
-        RBF width (positive, finite). ``None``/``'auto'`` means ``1 / n_features``
-        (mildsvm's default ``sigma = 1/p``). Ignored for the linear kernel.
+    gamma : float or 'scale' or 'auto' or None
+        RBF width (positive, finite) of ``exp(-gamma ||x - y||^2)``.  ``None`` (the default of
+        every estimator) and ``'scale'`` mean scikit-learn's ``gamma='scale'``,
+        :math:`1 / (p \operatorname{Var}(X))` over all entries of the training matrix ``X``
+        (:math:`p` features), so that :math:`\gamma\,E\|x - y\|^2 = 2` whatever the scale of
+        the features; ``'auto'`` means ``1 / n_features`` (mildsvm's ``sigma = 1/p``).  On
+        standardised features (``milopt fit`` standardises by default) the two agree, except
+        that constant features, which standardisation leaves at 0, do not count under
+        ``'scale'``.  Ignored for the linear kernel.
     n_features : int, optional
-        Needed to resolve ``gamma='auto'``.
+        Needed to resolve ``'auto'`` (and ``'scale'`` without ``X``).
+    X : array (n, p), optional
+        Training instances (or sample points) for ``'scale'``; without them ``'scale'`` is
+        ``'auto'``.
     """
     if not isinstance(kernel, str) or kernel.lower() not in KERNELS:
         raise InvalidParameterError(f"kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")
     kernel = kernel.lower()
     if kernel == "linear":
         return kernel, None
-    if gamma is None or (isinstance(gamma, str) and gamma == "auto"):
-        if n_features is None:
-            raise InvalidParameterError("gamma: 'auto' needs the number of features; pass a positive float")
-        return kernel, 1.0 / max(int(n_features), 1)
+    if gamma is None or (isinstance(gamma, str) and gamma in ("auto", "scale")):
+        if n_features is None and X is None:
+            raise InvalidParameterError(f"gamma: {gamma or 'scale'!r} needs the data; pass a positive float")
+        p = max(int(n_features if n_features is not None else np.shape(X)[1]), 1)
+        if gamma != "auto" and X is not None:
+            v = float(np.var(X))
+            if np.isfinite(v) and v > 0:
+                return kernel, 1.0 / (p * v)
+        return kernel, 1.0 / p
     if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real):
-        raise InvalidParameterError(f"gamma: expected a positive number or 'auto' for the rbf kernel, got {gamma!r}")
+        raise InvalidParameterError(f"gamma: expected a positive number, 'scale' or 'auto' for the rbf kernel, "
+                                    f"got {gamma!r}")
     g = float(gamma)
     if not (np.isfinite(g) and g > 0):
         raise InvalidParameterError(f"gamma: the rbf width must be positive and finite, got {gamma!r} "
-                                    "(try gamma=auto, i.e. 1/n_features)")
+                                    "(try gamma=scale, i.e. 1/(n_features * X.var()))")
     return kernel, g
 
 

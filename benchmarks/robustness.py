@@ -1,0 +1,234 @@
+"""Every method with its defaults on data it has never seen: a robustness table over regimes.
+
+For each method and each regime (a seeded generator setting, or a shipped data set), a
+stratified K-fold over bags (features standardised with the training folds' statistics, as
+``milopt fit --cv K``); per held-out fold:
+
+* ``ba``      -- bag balanced accuracy of ``predict`` with the method's defaults (``threshold=auto``,
+  the decision rule chosen on the training bags; see ``milopt.estimators.base.MILClassifier``);
+* ``ba_zero`` -- the same model's balanced accuracy with the margin rule, score > 0
+  (``threshold=zero``, the rule before decision rules followed the scores; no extra fit);
+* ``auc``     -- bag AUC of ``decision_function`` (does not depend on the rule);
+* ``one_class`` -- folds whose held-out bags were all predicted one class, and ``bad_one_class``
+  those among them with a bag AUC >= 0.75 (a model that ranks the bags well but calls every
+  bag one class: the failure the decision rule has to prevent);
+* ``ba_tuned`` -- nested CV: on the training bags of the fold, an inner stratified 3-fold over
+  a small grid of the method's main key (``GRIDS``); each grid point is scored by the best
+  balanced accuracy reachable on its inner out-of-fold bag scores (the ``inner-cv`` rule), the
+  best point is refitted on the whole training fold with its out-of-fold threshold and
+  evaluated on the held-out bags.
+
+Targets: no fold with ``bad_one_class``; ``ba`` within 3 points of ``ba_tuned`` in every cell.
+
+Usage::
+
+    python benchmarks/robustness.py --quick           # 3 folds, the generator regimes (no MUSK)
+    python benchmarks/robustness.py                   # 5 folds, every regime incl. MUSK1 and MUSK2
+    python benchmarks/robustness.py --methods sil vgpmil --regimes imbalance-1:20 --jobs 2
+    python benchmarks/robustness.py --no-tune         # defaults only (no nested CV)
+
+Cells run in parallel with joblib (``--jobs``, default 2); each prints one row as it ends.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+
+import numpy as np
+
+#: the methods and their defaults (``milopt fit NAME``)
+METHODS = ("sil", "misvm-heuristic", "mi-svm-heuristic", "pdmisvm", "dcmil", "vgpmil", "g-vgpmil")
+
+#: regime -> (DATA, what it tests); digits bags: a positive bag holds a 9
+REGIMES = {
+    "base": ("gen:digits?bags=60&seed=1", "60 bags of 2-8 digits, half positive"),
+    "few-bags-many-features": ("gen:digits?bags=30&noise_features=300&seed=2",
+                               "30 bags, 64 pixel + 300 noise features"),
+    "imbalance-1:20": ("gen:digits?bags=168&positive_fraction=0.0476&seed=3", "8 positive bags of 168"),
+    "large-bags": ("gen:digits?bags=40&min_size=30&max_size=60&seed=4", "40 bags of 30-60 instances"),
+    "noise-features": ("gen:digits?bags=60&noise_features=64&seed=5", "64 pixel + 64 noise features"),
+    "witness-1%": ("gen:digits?bags=40&min_size=50&max_size=100&witness_rate=0.01&seed=6",
+                   "one positive instance in a bag of 50-100"),
+    "witness-50%": ("gen:digits?bags=60&min_size=4&max_size=10&witness_rate=0.5&seed=7",
+                    "half of a positive bag's instances positive"),
+    "musk1": ("musk1", "MUSK1: 92 bags, 166 features"),
+    "musk2": ("musk2", "MUSK2: 102 bags, up to 1,044 instances per bag"),
+}
+QUICK_REGIMES = ("base", "few-bags-many-features", "imbalance-1:20", "large-bags", "noise-features", "witness-1%",
+                 "witness-50%")
+
+#: nested-CV grid of each method's main key
+GRIDS = {
+    "sil": {"C": [0.1, 1.0, 10.0]},
+    "misvm-heuristic": {"C": [0.1, 1.0, 10.0]},
+    "mi-svm-heuristic": {"C": [0.1, 1.0, 10.0]},
+    "pdmisvm": {"C": [0.1, 1.0, 10.0]},
+    "dcmil": {"C": [0.125, 1.0, 8.0]},
+    "vgpmil": {"lengthscale_grid": [0.125, 0.25, 0.5]},
+    "g-vgpmil": {"lengthscale_grid": [0.125, 0.25, 0.5]},
+}
+
+AUC_GOOD = 0.75
+
+
+def _quiet():
+    from milopt.errors import DegenerateModelWarning
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    warnings.simplefilter("ignore", DegenerateModelWarning)
+    warnings.simplefilter("ignore", ConvergenceWarning)     # k-means on duplicate digit images
+    warnings.simplefilter("ignore", RuntimeWarning)
+
+
+def _scores(est, B):
+    return np.asarray(est.decision_function(B), dtype=float).ravel()
+
+
+def _ba(y, pred) -> float:
+    from sklearn.metrics import balanced_accuracy_score
+
+    return float(balanced_accuracy_score(y, pred))
+
+
+def _auc(y, s) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, s)) if np.unique(y).size == 2 else float("nan")
+
+
+def _labels(est, B) -> np.ndarray:
+    pred = np.asarray(est.predict(B))
+    return np.searchsorted(np.asarray(est.classes_), pred)
+
+
+def tune(method, Btr, grid, seed=0, folds=3):
+    """Nested-CV choice on the training bags ``Btr``: the grid point whose inner out-of-fold bag
+    scores reach the best balanced accuracy, and that threshold -> (params, threshold, inner BA)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from milopt.estimators.registry import get_method
+    from milopt.metrics import balanced_threshold
+
+    spec = get_method(method)
+    key, values = next(iter(grid.items()))
+    k = int(min(folds, np.bincount(Btr.y, minlength=2).min()))
+    skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+    best = (-np.inf, None, 0.0)
+    for v in values:
+        oof = np.empty(Btr.n_bags)
+        for tr, te in skf.split(np.zeros(Btr.n_bags), Btr.y):
+            est = spec.make({key: v, "threshold": "zero"}, seed).fit(Btr.subset(tr))
+            oof[te] = _scores(est, Btr.subset(te))
+        t, ba = balanced_threshold(oof, Btr.y)
+        if ba > best[0] + 1e-12:
+            best = (ba, {key: v}, t)
+    return best[1], best[2], best[0]
+
+
+def run_fold(method, data, k, fold, seed=0, do_tune=True) -> dict:
+    """One held-out fold of one cell: defaults (auto and zero rules) and nested-CV tuned."""
+    import milopt
+    from milopt.estimators.registry import get_method
+    from milopt.metrics import bag_folds, standardize
+
+    with warnings.catch_warnings():
+        _quiet()
+        bags = milopt.load(data)
+        tr, te = list(bag_folds(bags, k, seed))[fold]
+        spec = get_method(method)
+        Btr, Bte = bags.subset(tr), bags.subset(te)
+        if spec.scale:
+            Btr, Bte = standardize(Btr, Bte)
+        t0 = time.perf_counter()
+        est = spec.make({}, seed).fit(Btr)
+        fit_s = time.perf_counter() - t0
+        s = _scores(est, Bte)
+        pred = _labels(est, Bte)
+        row = {"method": method, "fold": fold, "ba": _ba(Bte.y, pred), "ba_zero": _ba(Bte.y, (s > 0).astype(int)),
+               "auc": _auc(Bte.y, s), "one_class": int(np.unique(pred).size == 1),
+               "one_class_zero": int(np.unique(s > 0).size == 1), "rule": est.decision_rule_,
+               "threshold": float(est.threshold_), "fit_seconds": fit_s}
+        row["bad_one_class"] = int(row["one_class"] and row["auc"] >= AUC_GOOD)
+        if do_tune and method in GRIDS:
+            params, t, _ = tune(method, Btr, GRIDS[method], seed)
+            tuned = spec.make({**params, "threshold": t}, seed).fit(Btr)
+            row["ba_tuned"] = _ba(Bte.y, _labels(tuned, Bte))
+            row["tuned"] = params
+    return row
+
+
+def summarise(regime, method, rows) -> dict:
+    """The cell: means over folds and counts of one-class folds."""
+    def mean(key):
+        v = [r[key] for r in rows if key in r and np.isfinite(r[key])]
+        return float(np.mean(v)) if v else float("nan")
+
+    out = {"regime": regime, "method": method, "folds": len(rows), "ba": mean("ba"), "ba_zero": mean("ba_zero"),
+           "auc": mean("auc"), "ba_tuned": mean("ba_tuned"),
+           "one_class": sum(r["one_class"] for r in rows), "bad_one_class": sum(r["bad_one_class"] for r in rows),
+           "one_class_zero": sum(r["one_class_zero"] for r in rows), "fit_seconds": mean("fit_seconds"),
+           "rule": rows[0]["rule"]}
+    out["gap"] = out["ba_tuned"] - out["ba"]
+    return out
+
+
+def run(methods, regimes, k, seed=0, jobs=2, do_tune=True, echo=print):
+    """Every (method, regime) cell; returns the list of summaries."""
+    from joblib import Parallel, delayed
+
+    tasks = [(m, r, f) for r in regimes for m in methods for f in range(k)]
+    res = Parallel(n_jobs=jobs, verbose=0)(delayed(run_fold)(m, REGIMES[r][0], k, f, seed, do_tune)
+                                           for m, r, f in tasks)
+    cells = {}
+    for (m, r, _), row in zip(tasks, res):
+        cells.setdefault((r, m), []).append(row)
+    out = [summarise(r, m, rows) for (r, m), rows in cells.items()]
+    for c in out:
+        echo(_line(c))
+    return out
+
+
+HEADER = ("| regime | method | BA (auto) | BA (zero) | BA tuned | tuned - auto | AUC | one-class folds (auto) | "
+          "of them AUC >= 0.75 | one-class folds (zero) | fit s |\n|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _line(c) -> str:
+    f = c["folds"]
+    return (f"| {c['regime']} | {c['method']} | {c['ba']:.3f} | {c['ba_zero']:.3f} | {c['ba_tuned']:.3f} | "
+            f"{c['gap']:+.3f} | {c['auc']:.3f} | {c['one_class']} of {f} | {c['bad_one_class']} | "
+            f"{c['one_class_zero']} of {f} | {c['fit_seconds']:.2f} |")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="3 folds, generator regimes only")
+    ap.add_argument("--folds", type=int, default=None)
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    ap.add_argument("--regimes", nargs="+", default=None, choices=list(REGIMES))
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-tune", action="store_true", help="defaults only")
+    a = ap.parse_args(argv)
+    k = a.folds or (3 if a.quick else 5)
+    regimes = a.regimes or (list(QUICK_REGIMES) if a.quick else list(REGIMES))
+    t0 = time.perf_counter()
+    print(HEADER)
+    cells = run(a.methods, regimes, k, a.seed, a.jobs, not a.no_tune, echo=lambda s: None)
+    for c in sorted(cells, key=lambda c: (list(REGIMES).index(c["regime"]), METHODS.index(c["method"]))):
+        print(_line(c))
+    bad = sum(c["bad_one_class"] for c in cells)
+    far = [c for c in cells if np.isfinite(c["gap"]) and c["gap"] > 0.03]
+    print(f"\n{len(cells)} cells, {k}-fold, seed {a.seed}: {bad} one-class folds with AUC >= {AUC_GOOD} "
+          f"(zero rule: {sum(c['one_class_zero'] for c in cells)} one-class folds); "
+          f"{len(far)} cells where tuned beats defaults by more than 3 points"
+          + (": " + ", ".join(f"{c['method']}@{c['regime']} ({c['gap']:+.3f})" for c in far) if far else ""))
+    print(f"mean BA: auto {np.nanmean([c['ba'] for c in cells]):.3f}, zero {np.nanmean([c['ba_zero'] for c in cells]):.3f}, "
+          f"tuned {np.nanmean([c['ba_tuned'] for c in cells]):.3f}; {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
