@@ -39,6 +39,7 @@ extensions = [
     "milopt_docs",
 ]
 
+smartquotes = False  # option names such as --cv stay as typed
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**/README.md", "sg_execution_times.rst",

@@ -15,6 +15,13 @@ Both are usable from MyST Markdown as fenced directives::
 
     ```{milopt-params} misvm-bigm
     ```
+
+``:kind: method`` (or ``formulation``, ``solver``) picks one of two registrations under one
+name (``dcmil-dca`` is a formulation and a fit method)::
+
+    ```{milopt-params} dcmil-dca
+    :kind: method
+    ```
 """
 from __future__ import annotations
 
@@ -67,24 +74,29 @@ def _table(header: list[str], rows: list[list[tuple[str, bool]]], widths: list[i
     return table
 
 
-def params_summary(name: str) -> tuple[str, str, dict]:
+KINDS = ("formulation", "method", "solver")
+
+
+def params_summary(name: str, kind: str | None = None) -> tuple[str, str, dict]:
     """(kind, one-line doc, ``{key: {"default", "accepts", "help"}}``) of a registered
-    formulation or method: the declaration ``milopt list NAME --json`` prints."""
+    formulation, method or solver with declared options: the declaration ``milopt list NAME
+    --json`` prints.  A name registered as both (``dcmil-dca``) is the formulation unless
+    ``kind`` says otherwise."""
     from milopt.estimators.registry import methods
     from milopt.models import formulations
 
     forms = formulations()
-    if name in forms:
+    if name in forms and kind in (None, "formulation"):
         f = forms[name]
         return "formulation", f.doc, f.params.summary()
     meths = methods()
-    if name in meths:
+    if name in meths and kind in (None, "method"):
         m = meths[name]
         return "method", m.doc, m.params.summary()
     from milopt.solvers import backends
 
     back = backends()
-    if name in back and getattr(back[name], "params", None):
+    if name in back and getattr(back[name], "params", None) and kind in (None, "solver"):
         return "solver", back[name].description, back[name].params.summary()
     raise KeyError(f"milopt-params: {name!r} is neither a registered formulation, a method nor a solver with "
                    f"declared options; `milopt list` shows them all")
@@ -112,11 +124,12 @@ class MiloptParams(SphinxDirective):
 
     required_arguments = 1
     has_content = False
+    option_spec = {"kind": lambda arg: directives.choice(arg, KINDS)}
 
     def run(self):
         name = self.arguments[0].strip()
         try:
-            kind, doc, summary = params_summary(name)
+            kind, doc, summary = params_summary(name, self.options.get("kind"))
         except KeyError as exc:
             raise self.error(str(exc.args[0])) from None
         intro = nodes.paragraph()
