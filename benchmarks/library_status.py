@@ -7,31 +7,36 @@ hard wall-clock limit, answers verified against the model) with the free solvers
 project, by class: LP -> HiGHS; QP -> HiGHS and Ipopt (a cross-check: a wrong "optimal" is
 caught by a better verified point of the other solver); MILP -> HiGHS and SCIP; MIQP -> SCIP and
 milopt's own branch and bound ``bnb`` (MI-SVM, norm l2 only; it refuses the others); SOS1 -> SCIP;
-indicator constraints -> SCIP.  ``--solvers`` overrides the choice.  Relative gap 1e-7 (a proof needs 1e-6).
+indicator constraints -> SCIP.  ``--solvers`` overrides the choice.  Relative gap 1e-7 (``--gap``; a proof
+needs 1e-4).
 
 Status of an instance (MIPLIB 2017 convention):
-* easy: a verified run proved optimality (reported gap <= 1e-6, no verified point of any run
-  better by more than 1e-6 relative) within 60 s of solver time;
+* easy: a verified run proved optimality (reported gap <= 1e-4, the library's PROOF_GAP, and no
+  verified point of any run better by more than 1e-6 relative) within 60 s of solver time;
 * hard: proven, but only by a run slower than 60 s (needs --time-limit > 60);
 * open: no proof.
 
 ``--update`` rewrites the catalogue's computed columns (class, sha256 of the .mps as milopt
 writes it, status, proof_seconds, proof_solver) and merges the values into instances/milopt.solu
 (=opt= with a proof, =best= otherwise, =bestdual= the best dual bound of an unproven instance).
-A proof already recorded is kept unless a run contradicts it.  Prints a table of the results
+A proof already recorded is kept unless a run contradicts it; the run of a new proof is recorded in
+instances/certificates.csv (solver, version, seconds, nodes, load; benchmarks/library_solutions.py then
+ships its point as a verified .sol and sets the .solu value to that point's objective).  Prints a table of the results
 and the library's size by class and status.
 """
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
+from milopt.bench.certificates import BOUND_TOL, PROOF_GAP  # noqa: E402  (the library's tolerances)
+
 STATUS_SOLVERS = {"LP": ["highs"], "QP": ["highs", "ipopt"], "MILP": ["highs", "scip"], "MIQP": ["scip", "bnb"]}
-PROOF_GAP = 1e-6
 EASY_SECONDS = 60.0
 
 
@@ -56,7 +61,7 @@ def decide(inst, g, sense, known):
                 None, "", notes + ["no verified solution in this run"])
     objs = ok["objective_recomputed"].astype(float)
     best = float(sgn * (sgn * objs).min())
-    tol = PROOF_GAP * max(1.0, abs(best))
+    tol = BOUND_TOL * max(1.0, abs(best))
     # a bound is trusted when it does not cut off the best verified point
     bounds = []
     for _, r in ok.iterrows():
@@ -78,13 +83,14 @@ def decide(inst, g, sense, known):
             continue
         good.append(r)
     if good:
-        t = min(float(r["time"]) for r in good)
-        who = min(good, key=lambda r: float(r["time"]))["contender"]
+        first = min(good, key=lambda r: float(r["time"]))
+        t, who = float(first["time"]), first["contender"]
         status = "easy" if t <= EASY_SECONDS else "hard"
+        notes.append({"certificate": first})
         return status, "opt", best, best, t, who, notes
     kb = known.get(inst.name)
     if kb and kb["kind"] == "opt":
-        if sgn * (best - kb["value"]) < -PROOF_GAP * max(1.0, abs(kb["value"])):
+        if sgn * (best - kb["value"]) < -BOUND_TOL * max(1.0, abs(kb["value"])):
             notes.append(f"recorded optimum {kb['value']:.10g} is beaten by {best:.10g}: proof dropped")
         else:
             return (inst.status if inst.status in ("easy", "hard") else "hard", "opt", kb["value"], kb["value"],
@@ -127,6 +133,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="library-status")
     ap.add_argument("--suite", default="all", help="suite or comma list of instance names")
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--gap", type=float, default=1e-7, help="relative gap given to the solvers (default 1e-7)")
     ap.add_argument("--update", action="store_true", help="rewrite instances/library.csv and milopt.solu")
     ap.add_argument("--no-sha", action="store_true", help="do not compute the .mps sha256")
     ap.add_argument("--resume", action="store_true")
@@ -136,6 +143,7 @@ def main(argv=None) -> int:
     if args.sha_only:
         return sha_only(args.suite, args.update)
 
+    from milopt.bench.certificates import read_certificates, write_certificates
     from milopt.bench.harness import run_bench
     from milopt.bench.library import catalogue_path, load_catalogue, mps_sha256, solu_path, suite, write_catalogue
     from milopt.bench.runs import load_runs
@@ -151,16 +159,18 @@ def main(argv=None) -> int:
     want = {n: set(status_solvers(i, classes[n])) for n, i in chosen.items()}
     if args.solvers:
         want = {n: {x.strip() for x in args.solvers.split(",") if x.strip()} for n in chosen}
-    cfg = {"name": "library-status", "suite": args.suite, "time_limit": args.time_limit, "gap": 1e-7,
+    cfg = {"name": "library-status", "suite": args.suite, "time_limit": args.time_limit, "gap": args.gap,
            "kill_after": 2 * args.time_limit + 60, "threads": 1,
            "suite_solvers": ["highs", "scip", "ipopt", "scip-native", "bnb"]}
     t0 = time.time()
+    load0 = os.getloadavg()[0]
     res = run_bench(cfg, args.out, jobs=args.jobs, resume=args.resume,
                     select=lambda r: r.spec["solver"] in want.get(r.spec["instance"], ()))
     print(f"{res['executed']} run(s) in {time.time() - t0:.0f} s ({res['failures']} not ok)", file=sys.stderr)
     df = load_runs(args.out)
     df = df[df["instance"].isin(list(chosen))]
     known = read_solu_full(solu_path())
+    certs, new_certs = read_certificates(), {}
     cat = load_catalogue()
     new_cat, lines = [], []
     for inst in cat:
@@ -171,6 +181,18 @@ def main(argv=None) -> int:
         sense = (g["sense"].replace("", None).dropna().tolist() or ["minimize"])[0]
         cls = (g["problem_class"].replace("", None).dropna().tolist() or [classes[inst.name]])[0]
         status, kind, val, bound, secs, who, notes = decide(inst, g, sense, known)
+        proof = [n["certificate"] for n in notes if isinstance(n, dict)]
+        notes = [n for n in notes if not isinstance(n, dict)]
+        if proof:   # the run that proved it: recorded with its version, time, nodes and the load
+            r = proof[0]
+            nodes = r.get("nodes")
+            new_certs[inst.name] = {
+                "name": inst.name, "kind": "opt", "value": f"{float(r['objective_recomputed']):.12g}",
+                "bound": "" if r["bound"] is None or r["bound"] != r["bound"] else f"{float(r['bound']):.12g}",
+                "gap": "" if r["gap"] is None or r["gap"] != r["gap"] else f"{float(r['gap']):.2e}",
+                "how": "proved", "solver": r["contender"], "version": r.get("solver_version") or "",
+                "seconds": f"{float(r['time']):.1f}", "nodes": "" if nodes is None or nodes != nodes else str(int(nodes)),
+                "load": f"{load0:.1f}-{os.getloadavg()[0]:.1f}", "date": str(r.get("finished_at") or "")[:10]}
         if kind in ("opt", "best"):
             known[inst.name] = {"kind": kind, "value": val, "bound": bound}
         sha = inst.sha256_mps
@@ -190,6 +212,8 @@ def main(argv=None) -> int:
     if args.update:
         write_catalogue(new_cat, catalogue_path())
         write_solu_full(solu_path(), known)
+        certs.update(new_certs)
+        write_certificates(certs)
         print(f"updated {catalogue_path()} and {solu_path()}", file=sys.stderr)
     import collections
 

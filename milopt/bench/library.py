@@ -52,6 +52,18 @@ SOURCES = {
             "BSD-3-Clause (milopt)"),
 }
 
+#: the paper each formulation of the library comes from (the ``reference`` of ``metadata.csv``)
+REFERENCES = {
+    "misvm-bigm": "Kent & Yu, eq. 5; Andrews, Tsochantaridis & Hofmann, NIPS 2002",
+    "misvm-kernel-bigm": "Kent & Yu, eqs. 1 and 5 (representer form); Andrews et al., NIPS 2002",
+    "misvm-hull": "Balas' disjunctive programming; Ceria & Soares, Math. Prog. 86 (1999)",
+    "misvm-dual-qp": "Kent & Yu, eq. 3; Andrews et al., NIPS 2002",
+    "batchsvm-lp": "Vural et al., JMLR 10 (2009), eq. 4",
+    "batchprob-lp": "Vural et al., JMLR 10 (2009), eq. 12",
+    "dcmil-dca": "Astorino et al., Algorithms 12 (2019), eqs. 1-3",
+    "dcmil-direction": "Gaudioso et al., J. Glob. Optim. (2018)",
+}
+
 
 @dataclass(frozen=True)
 class Instance:
@@ -135,6 +147,19 @@ def catalogue_path() -> Path:
 def solu_path() -> Path:
     """The best known values next to the catalogue (``milopt.solu``)."""
     return Path(catalogue_path()).with_name("milopt.solu")
+
+
+def metadata_path() -> Path:
+    """Per-instance metadata next to the catalogue (``metadata.csv``: sizes, source, licence, reference)."""
+    return Path(catalogue_path()).with_name("metadata.csv")
+
+
+def read_metadata(path=None) -> dict:
+    """``{name: row}`` of ``metadata.csv`` (empty when absent)."""
+    p = Path(path) if path is not None else metadata_path()
+    if not p.is_file():
+        return {}
+    return {r["name"]: r for r in csv.DictReader(io.StringIO(p.read_text()))}
 
 
 def load_catalogue(path=None) -> list[Instance]:
@@ -388,5 +413,5 @@ def mps_sha256(inst: Instance) -> str:
         return sha256_file(p)
 
 
-__all__ = ["Instance", "load_catalogue", "write_catalogue", "suite", "get_instance", "build", "export_library",
+__all__ = ["Instance", "REFERENCES", "read_metadata", "metadata_path", "load_catalogue", "write_catalogue", "suite", "get_instance", "build", "export_library",
            "mps_sha256", "SUITES", "replace"]

@@ -215,12 +215,20 @@ def _norm(name: str) -> str:
 
 
 def read_sol(path) -> dict:
-    """``{column name: value}`` of a ``.sol`` file (``name value`` lines; ``=obj=``, comments skipped)."""
+    """``{column name: value}`` of a ``.sol`` (or ``.sol.gz``) file (``name value`` lines; ``=obj=``,
+    comments skipped)."""
     p = Path(path)
     if not p.is_file():
         raise InvalidParameterError(f".sol file {str(p)!r} not found")
+    if p.name.endswith(".gz"):   # the library ships its solution files gzip-compressed
+        import gzip
+
+        with gzip.open(p, "rt", errors="replace") as fh:
+            text = fh.read()
+    else:
+        text = p.read_text(errors="replace")
     out = {}
-    for ln, line in enumerate(p.read_text(errors="replace").splitlines(), 1):
+    for ln, line in enumerate(text.splitlines(), 1):
         parts = line.split()
         if not parts or parts[0].startswith(("#", "=")) or parts[0].lower() in ("objective", "solution"):
             continue

@@ -1,0 +1,275 @@
+"""Solution files and certificates of the MIL instance library (instances/solutions, certificates.csv).
+
+    python benchmarks/library_solutions.py [--suite all] [--time-limit 120] [--reuse] [--update]
+
+For every instance of the suite, a point is obtained, verified against the instance milopt
+builds and written as ``instances/solutions/NAME.sol.gz`` (MIPLIB convention, names as milopt's
+writer writes them):
+
+* **MI-SVM instances** (``misvm-bigm``, ``misvm-hull``, ``misvm-kernel-bigm``) are grouped by the
+  problem they formulate (data, C, class weights, norm, kernel: ``problem_key``).  The group's
+  *source* is its plain big-M instance: solved by milopt's ``bnb`` (norm l2 and kernels, unless
+  the catalogue records SCIP as its prover) or by the solver that proved it (norm l1: HiGHS or
+  SCIP); ``--reuse`` takes the source's point from
+  its shipped ``.sol`` instead.  Every other instance of the group (SOS1, indicator, the
+  strengthened model, the heuristic big-M, the convex-hull forms) receives the source's point
+  (w, b) through its own start function and is certified only when that point is feasible
+  there and has the same objective (``milopt.bench.certificates.transfer``): "transferred".
+* **Other instances** are solved by the solver recorded in the catalogue (``proof_solver``), else
+  HiGHS (LP, MILP), Ipopt (QP), SCIP, at a relative gap of 1e-7.
+
+``--update`` writes the ``.sol`` files, updates ``instances/certificates.csv`` (kind, value,
+bound, gap, how, solver, version, seconds, nodes) and rewrites ``instances/milopt.solu`` from
+the verified points: the value of every line is the objective recomputed at its ``.sol``.
+A line is ``=opt=`` when a certificate's bound (a run of this script, or one recorded by
+``benchmarks/library_status.py``) proves it within the stated gap (1e-4 relative); else
+``=best=`` with the best dual bound known.  Prints one line per instance.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def _solver_for(inst, cls):
+    from milopt.solvers import installed
+
+    have = set(installed())
+    choice = inst.proof_solver if inst.proof_solver in have and inst.proof_solver != "bnb" else None
+    if choice:
+        return choice
+    if "INDICATOR" in inst.features:
+        return "scip-native"
+    return {"LP": "highs", "MILP": "highs", "QP": "ipopt"}.get(cls, "scip")
+
+
+def _plain(inst) -> bool:
+    return not any(k in inst.params for k in ("disjunction", "strengthen", "big_m", "perspective", "reduce"))
+
+
+def _solve(inst, solver, time_limit, gap):
+    from milopt.bench.library import build
+    from milopt.solvers import solve
+
+    model = build(inst)[0]
+    t0 = time.perf_counter()
+    res = solve(model, solver, time_limit=time_limit, mip_gap=gap, threads=1)
+    return model, res, time.perf_counter() - t0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--suite", default="all")
+    ap.add_argument("--time-limit", type=float, default=120.0, help="seconds per solve (default 120)")
+    ap.add_argument("--reuse", action="store_true", help="take each MI-SVM source point from its shipped .sol")
+    ap.add_argument("--update", action="store_true", help="write .sol files, certificates.csv and milopt.solu")
+    ap.add_argument("--sync-only", action="store_true", help="only put the catalogue's statuses in step with "
+                                                              "milopt.solu and certificates.csv")
+    args = ap.parse_args(argv)
+    if args.sync_only:
+        sync_catalogue()
+        return 0
+
+    from milopt.bench import certificates as cert
+    from milopt.bench.library import build, load_catalogue, solu_path, suite
+    from milopt.bench.solu import read_solu_full, write_solu_full
+    from milopt.runner import objective_sense
+
+    load0 = os.getloadavg()[0]
+    cat = load_catalogue()
+    chosen = [i.name for i in suite(args.suite)]
+    known = read_solu_full(solu_path())
+    certs = cert.read_certificates()
+    today = datetime.date.today().isoformat()
+    # sources first (each group's plain big-M instance), then the rest in catalogue order
+    groups: dict = {}
+    for i in cat:
+        k = cert.problem_key(i)
+        if k is not None and i.formulation != "misvm-hull" and _plain(i):
+            groups.setdefault(k, i)
+    order = sorted(chosen, key=lambda n: 0 if any(g.name == n for g in groups.values()) else 1)
+    by = {i.name: i for i in cat}
+    points: dict = {}      # problem key -> (point, value, source name, certificate row)
+    for name in order:
+        inst = by[name]
+        key = cert.problem_key(inst)
+        src = groups.get(key) if key is not None else None
+        t0 = time.perf_counter()
+        row = {"name": name, "date": today}
+        note = ""
+        if src is not None and src.name != name:
+            if key not in points:       # the source was not in the suite: take its shipped point
+                points[key] = _source_from_sol(src, cert)
+            if points[key] is None:
+                print(f"{name:36s} skipped: no point of its source {src.name}", flush=True)
+                continue
+            pt, val, sname, srow = points[key]
+            tr = cert.transfer(pt, val, inst)
+            model = tr["model"]
+            if not tr["ok"]:
+                note = f"not transferred from {sname}: {tr['why']}"
+                if inst.params.get("big_m") == "mildsvm":
+                    note += " (the heuristic big-M cuts off the certified point)"
+                print(f"{name:36s} {note}", flush=True)
+                if not tr["feasible"]:
+                    continue
+            how = f"transferred from {sname}" if tr["ok"] else "point of " + sname
+            row.update(how=how, solver=srow.get("solver", ""), version=srow.get("version", ""),
+                       seconds=srow.get("seconds", ""), nodes=srow.get("nodes", ""), load=srow.get("load", ""),
+                       bound=srow.get("bound", "") if tr["ok"] else "", note=note)
+        else:
+            cls = inst.problem_class
+            solver = _solver_for(inst, cls)
+            if key is not None and key[3] in ("l2", "kernel") and inst.proof_solver != "scip":
+                solver = "bnb"      # milopt's exact method, unless SCIP proved it (Kent & Yu's data)
+            if args.reuse and cert.sol_path(name).is_file() and key is not None:
+                model = build(inst)[0]
+                got = _source_from_sol(inst, cert, model=model)
+                row.update({k: v for k, v in got[3].items() if k not in ("name",)})
+            else:
+                model, res, secs = _solve(inst, solver, args.time_limit, 1e-7 if solver != "bnb" else 1e-4)
+                if res.objective is None:
+                    print(f"{name:36s} {solver}: no solution ({res.termination})", flush=True)
+                    continue
+                optimal = res.termination == "optimal"
+                bnd = res.bound if res.bound is not None and math.isfinite(res.bound) else None
+                if optimal and bnd is None and cls in ("LP", "QP"):
+                    bnd = res.objective     # a convex problem: the optimality conditions are the proof
+                row.update(how="proved" if optimal else f"{res.termination.value} run", solver=solver,
+                           version=res.solver_version or "", seconds=f"{secs:.1f}",
+                           nodes="" if res.nodes is None else str(int(res.nodes)), load=f"{load0:.1f}",
+                           bound="" if bnd is None else repr(float(bnd)))
+        chk = cert.check_point_model(model)
+        if not chk["feasible"]:
+            print(f"{name:36s} point not verified: {chk['reason']}", flush=True)
+            continue
+        f = float(chk["objective_recomputed"])
+        sense = objective_sense(model)
+        if key is not None and src is not None and src.name == name:
+            points[key] = (cert.misvm_point(inst, model), f, name, dict(row))
+        # the bound: this run's, a recorded certificate's, or the .solu's best dual bound
+        bound = _num(row.get("bound"))
+        old = certs.get(name, {})
+        kb = known.get(name, {})
+        cand = [b for b in (bound, _num(old.get("bound")), kb.get("bound") if kb.get("kind") != "opt" else None)
+                if b is not None and cert.proved(f, b, sense, gap=math.inf)]
+        if cand:
+            sgn = -1.0 if sense == "maximize" else 1.0
+            bound = sgn * max(sgn * b for b in cand)
+        else:
+            bound = None
+        if bound is not None and cert.proved(f, bound, sense) and not (row.get("bound") or "") and old.get("bound"):
+            for k in ("how", "solver", "version", "seconds", "nodes", "load", "date"):   # the recorded proof
+                if old.get(k):
+                    row[k] = old[k]
+        kind = "opt" if bound is not None and cert.proved(f, bound, sense) else "best"
+        gap = None if bound is None else abs(f - bound) / max(1.0, abs(f))
+        row.update(kind=kind, value=f"{f:.12g}", bound="" if bound is None else f"{bound:.12g}",
+                   gap="" if gap is None else f"{gap:.2e}", note=row.get("note") or note)
+        mf, names, x = cert.model_point(model) if _linear(model) else (None, None, None)
+        path = cert.sol_path(name)
+        if args.update:
+            if mf is not None:
+                cert.write_sol(path, names, x, f, comments=[f"{name}: {kind} {f:.12g} ({row['how']})"])
+            else:
+                _write_pyomo_sol(model, path, f, name, kind, row["how"], cert)
+            ver = cert.check_solution(inst, path)
+            if not ver["ok"]:
+                print(f"{name:36s} written .sol does not check: {ver['reason']}", flush=True)
+                continue
+            certs[name] = row
+            known[name] = {"kind": kind, "value": float(f"{f:.12g}"), "bound": bound}
+        prev = kb.get("value")
+        shift = "" if prev is None else f" [was {kb.get('kind')} {prev:.10g}, {(f - prev) / max(1.0, abs(prev)):+.1e}]"
+        print(f"{name:36s} {kind:4s} {f:.10g} bound {'-' if bound is None else f'{bound:.10g}'}{shift} "
+              f"({row.get('how')}, {row.get('solver')}, {time.perf_counter() - t0:.1f} s"
+              f"{', max violation %.1e' % chk['max_violation'] if chk.get('max_violation') is not None else ''})",
+              flush=True)
+    if args.update:
+        cert.write_certificates(certs)
+        write_solu_full(solu_path(), known)
+        sync_catalogue()
+        print(f"updated {cert.certificates_path()}, {solu_path()} and the catalogue's statuses", file=sys.stderr)
+    print(f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}", file=sys.stderr)
+    return 0
+
+
+def sync_catalogue() -> None:
+    """Statuses in step with the .solu: a proved instance (``=opt=``) that the catalogue has open
+    becomes hard (``benchmarks/library_grade.py`` decides easy), with the prover and its seconds
+    from its certificate; an instance without ``=opt=`` is open."""
+    from dataclasses import replace
+
+    from milopt.bench.certificates import read_certificates
+    from milopt.bench.library import load_catalogue, solu_path, write_catalogue
+    from milopt.bench.solu import read_solu_full
+
+    known, certs, out = read_solu_full(solu_path()), read_certificates(), []
+    for inst in load_catalogue():
+        e, c = known.get(inst.name) or {}, certs.get(inst.name) or {}
+        if e.get("kind") == "opt" and c.get("kind") == "opt":
+            inst = replace(inst, status=inst.status if inst.status in ("easy", "hard") else "hard",
+                           proof_seconds=_num(c.get("seconds")) if c.get("seconds") else inst.proof_seconds,
+                           proof_solver=c.get("solver") or inst.proof_solver)
+        elif e.get("kind") != "opt" and inst.status != "open":
+            inst = replace(inst, status="open", proof_seconds=None, proof_solver="")
+        out.append(inst)
+    write_catalogue(out)
+
+
+def _num(v):
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _linear(model) -> bool:
+    from milopt.errors import InvalidParameterError
+    from milopt.solvers.extract import extract
+
+    try:
+        extract(model)
+    except InvalidParameterError:
+        return False
+    return True
+
+
+def _write_pyomo_sol(model, path, f, name, kind, how, cert):
+    import numpy as np
+    import pyomo.environ as pe
+
+    from milopt.io.names import clean_names
+
+    vars_ = [v for v in model.component_data_objects(pe.Var, active=True) if not v.fixed]
+    cert.write_sol(path, clean_names([v.name for v in vars_], "C"), np.array([float(v.value or 0.0) for v in vars_]),
+                   f, comments=[f"{name}: {kind} {f:.12g} ({how})"])
+
+
+def _source_from_sol(src, cert, model=None):
+    """(point, value, name, certificate row) of a source instance from its shipped .sol."""
+    from milopt.bench.library import build
+
+    p = cert.sol_path(src.name)
+    if not p.is_file():
+        return None
+    model = model if model is not None else build(src)[0]
+    mf, names, _ = cert.model_point(model)
+    x, unknown = cert.point_from_sol(mf, p)
+    if unknown:
+        return None
+    for j, v in enumerate(mf.variables):
+        v.set_value(float(x[j]), skip_validation=True)
+    row = dict(cert.read_certificates().get(src.name, {}))
+    row.setdefault("how", "point of the shipped .sol")
+    return cert.misvm_point(src, model), float(mf.objective_value(x)), src.name, row
+
+
+if __name__ == "__main__":
+    sys.exit(main())
