@@ -287,6 +287,9 @@ class CplexBackend(Backend):
             obj = getattr(obj, part)
         obj.set(value)
 
+    def option_names(self, c):
+        return [repr(p).split(".", 1)[1] for p, _ in c.parameters.get_all()]
+
     def set_time_limit(self, c, seconds):
         c.parameters.timelimit.set(seconds)
 
