@@ -92,26 +92,33 @@ class Formulation:
     problem_class : str, tuple or callable
         ``"MIQP"``, ``("MIQP", features)`` or ``problem_class(**params)`` returning either: the
         class of the model ``build`` returns (LP, QP, MILP, MIQP, ...) and its special
-        features (SOS, INDICATOR), known before building so that a solver is refused early.
+        features (SOS, INDICATOR), known before building so that a solver is refused early.  A
+        hint: the class itself is computed from the model's matrix form
+        (:meth:`milopt.matrix.MatrixForm.problem_class`); ``tests/test_problem_class.py`` checks
+        that the two agree for every formulation.
     default_start : callable, optional
         ``default_start(model)`` sets a cheap feasible point (``--warm-start``).
+    warm_start : callable, optional
+        ``warm_start(model, *point)`` loads a given point (e.g. ``(w, b)``) into the model's
+        variables.
     predict : callable, optional
         ``predict(solution, bags)`` returns instance scores.
     doc : str
         One line for ``milopt list``.
     module : module, optional
-        Where it is defined (its functions stay reachable as attributes of this object).
+        Where it is defined.
     """
 
     def __init__(self, name: str, build: Callable, decode: Callable, params=None, problem_class=None, *,
                  default_start: Callable | None = None, predict: Callable | None = None, doc: str = "",
-                 module=None):
+                 module=None, warm_start: Callable | None = None):
         self.name = name
         self.build_model = build
         self.decode = decode
         self.params = ParamSet.coerce_spec(params)
         self._problem_class = problem_class
         self.default_start = default_start
+        self.warm_start = warm_start
         self.predict_fn = predict
         self.module = module
         self.doc = doc or ((getattr(module, "__doc__", None) or "").strip().split("\n")[0])
@@ -129,18 +136,12 @@ class Formulation:
             pc = getattr(mod, "PROBLEM_CLASS", None)
         return cls(name, mod.build, mod.decode, getattr(mod, "PARAMS", {}), pc,
                    default_start=getattr(mod, "default_start", None), predict=getattr(mod, "predict", None),
-                   module=mod)
+                   module=mod, warm_start=getattr(mod, "warm_start", None))
 
     # module-like view, so that code written against ``models.get(name)`` keeps working
     @property
     def PARAMS(self) -> ParamSet:
         return self.params
-
-    def __getattr__(self, attr):
-        mod = self.__dict__.get("module")
-        if mod is not None and not attr.startswith("__"):
-            return getattr(mod, attr)
-        raise AttributeError(attr)
 
     def __repr__(self):
         return f"Formulation({self.name!r})"

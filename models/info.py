@@ -3,18 +3,18 @@
 Every built-in builder returns a :class:`MILModel` (a Pyomo ``ConcreteModel``) whose attribute
 ``model._milopt`` is a :class:`ModelInfo`:
 
-===================  =========================================  ================================
-field                meaning                                    read by
-===================  =========================================  ================================
-``formulation``      public name (set by ``Formulation``)       driver (backend restrictions)
-``problem_class``    LP, QP, MILP, MIQP, QCQP, MIQCQP, ...      driver, export
-``features``         special structure: ``SOS``, ``INDICATOR``  driver, export
-``bags``             the training :class:`~milopt.data.Bags`    decode, starts, ``bnb``
-``meta``             builder facts (costs, big-M, bounds...)    decode, runner, bench, ``bnb``
-``start``            the variables hold a feasible start        runner, bench (``--warm-start``)
-``indicators``       indicator blocks (``scip-native``)         ``scip_native``, export, verify
-``branch_priority``  (variable, priority) pairs (SCIP)          ``scip_native``
-===================  =========================================  ================================
+=====================  ===========================================  ================================
+field                  meaning                                      read by
+=====================  ===========================================  ================================
+``formulation``        public name (set by ``Formulation``)         driver (backend restrictions)
+``problem_class``      the builder's declared class (a hint)        driver, for ``bnb`` only
+``features``           special structure: ``SOS``, ``INDICATOR``    driver, for ``bnb`` only
+``bags``               the training :class:`~milopt.data.Bags`      decode, starts, ``bnb``
+``meta``               builder facts (costs, big-M, bounds...)      decode, runner, bench, ``bnb``
+``start``              the variables hold a feasible start          runner, bench (``--warm-start``)
+``indicators``         indicator blocks (``scip-native``)           ``scip_native``, export, verify
+``branch_priority``    (variable, priority) pairs (SCIP)            ``scip_native``
+=====================  ===========================================  ================================
 
 The same values stay readable (and writable) under the attribute names used before this record
 existed -- ``_milopt_formulation``, ``_milopt_class``, ``_milopt_features``, ``_milopt_bags``,
@@ -54,8 +54,10 @@ class ModelInfo:
     formulation : str or None
         Public formulation name.
     problem_class : str or None
-        Class of the model (``LP``, ``QP``, ``MILP``, ``MIQP``, ``QCQP``, ``MIQCQP``); None lets
-        the driver infer it.
+        The class the builder declares (``LP``, ``QP``, ``MILP``, ``MIQP``, ``QCQP``,
+        ``MIQCQP``): a hint, read only for a backend that takes the model itself (``bnb``); every
+        other solve computes the class from the matrix form.  ``tests/test_problem_class.py``
+        checks that the two agree.
     features : tuple of str
         ``("SOS",)``, ``("INDICATOR",)`` or ``()``.
     bags : Bags or None

@@ -23,6 +23,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.io._common import row_kinds
+from milopt.solvers.backend import Capabilities
+
+#: what the three commercial backends take and do
+COMMERCIAL = Capabilities(classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
+                          trajectory=True, warm_start=True, threads=True)
 
 
 def ranged_rows(lb, ub, range_from: str = "lb") -> tuple:

@@ -41,12 +41,11 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-import scipy.sparse as sp
 
 from milopt.solvers import rewrites as rw
-from milopt.solvers._commercial import (csr_rows, integer_codes, licence_message, licence_skip, native_rows,
+from milopt.solvers._commercial import (COMMERCIAL, csr_rows, integer_codes, licence_message, licence_skip, native_rows,
                                         priority_columns, ranged_rows, start_pairs)
-from milopt.solvers.backend import About, Backend, Capabilities, Outcome, error_result, one_line, quiet_output
+from milopt.solvers.backend import About, Backend, Outcome, error_result, one_line, quiet_output
 from milopt.solvers.result import Termination as T
 
 #: CPLEX solution status codes (CPX_STAT_*, CPXMIP_*) → Termination
@@ -91,13 +90,6 @@ STATUS_MAP = {
     132: T.TIME_LIMIT,               # MIP_dettime_limit_infeasible
     133: T.UNBOUNDED,                # relaxation_unbounded
 }
-
-#: Community Edition limits (measured: CPLEX Error 1016 past them)
-COMMUNITY_VARIABLES = 1000
-COMMUNITY_CONSTRAINTS = 1000
-LICENCE_ERRORS = {1016}  # CPXERR_RESTRICTED_VERSION ("Community Edition. Problem size limits exceeded")
-FULL_LICENCE = ("install the CPLEX Python API of a full IBM ILOG CPLEX Optimization Studio (pip install "
-                "<studio>/cplex/python) in place of the community wheel, or use another solver (--solver scip)")
 
 #: Community Edition limits (measured: CPLEX Error 1016 past them)
 COMMUNITY_VARIABLES = 1000
@@ -226,8 +218,7 @@ class CplexBackend(Backend):
 
     name = "cplex"
     module = "cplex"
-    caps = Capabilities(classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
-                        trajectory=True, warm_start=True, threads=True)
+    caps = COMMERCIAL
     about = About(description="IBM ILOG CPLEX through its Python API (LP, MILP, QP, MIQP, convex QCQP/MIQCQP; "
                               "SOS, indicators)",
                   install="pip install milopt[cplex]",
@@ -286,6 +277,9 @@ class CplexBackend(Backend):
         for part in name.split("."):
             obj = getattr(obj, part)
         obj.set(value)
+
+    def option_names(self, c):
+        return [repr(p).split(".", 1)[1] for p, _ in c.parameters.get_all()]
 
     def set_time_limit(self, c, seconds):
         c.parameters.timelimit.set(seconds)

@@ -40,8 +40,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.solvers import rewrites as rw
-from milopt.solvers._commercial import (integer_codes, licence_message, licence_skip, native_rows, priority_columns)
-from milopt.solvers.backend import About, Backend, Capabilities, Outcome, error_result, one_line, quiet_output
+from milopt.solvers._commercial import (COMMERCIAL, integer_codes, licence_message, licence_skip, native_rows, priority_columns)
+from milopt.solvers.backend import About, Backend, Outcome, error_result, one_line, quiet_output
 from milopt.solvers.result import Termination as T
 
 #: Gurobi optimisation status codes (GRB.Status) → Termination
@@ -66,14 +66,6 @@ STATUS_MAP = {
     18: T.OPTIMAL,                   # LOCALLY_OPTIMAL (local NLP solve)
     19: T.INFEASIBLE,                # LOCALLY_INFEASIBLE
 }
-
-#: size-limited (pip) licence: measured with gurobipy 13.0.3
-RESTRICTED_VARIABLES = 2000
-RESTRICTED_CONSTRAINTS = 2000
-RESTRICTED_QUADRATIC_VARIABLES = 200
-LICENCE_ERRORS = {10009, 10010}  # NO_LICENSE, SIZE_LIMIT_EXCEEDED
-FULL_LICENCE = ("set GRB_LICENSE_FILE to a full gurobi.lic (academic or commercial, from grbgetkey), "
-                "or use another solver (--solver scip)")
 
 #: size-limited (pip) licence: measured with gurobipy 13.0.3
 RESTRICTED_VARIABLES = 2000
@@ -207,8 +199,7 @@ class GurobiBackend(Backend):
 
     name = "gurobi"
     module = "gurobipy"
-    caps = Capabilities(classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
-                        trajectory=True, warm_start=True, threads=True)
+    caps = COMMERCIAL
     about = About(description="Gurobi through gurobipy's matrix API (LP, MILP, QP, MIQP, QCQP, MIQCQP incl. "
                               "non-convex; SOS, indicators)",
                   install="pip install milopt[gurobi]",

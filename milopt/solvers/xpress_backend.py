@@ -44,9 +44,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.solvers import rewrites as rw
-from milopt.solvers._commercial import (integer_codes, licence_message, licence_skip, native_rows, priority_columns,
+from milopt.solvers._commercial import (COMMERCIAL, integer_codes, licence_message, licence_skip, native_rows, priority_columns,
                                         ranged_rows, start_pairs)
-from milopt.solvers.backend import About, Backend, Capabilities, Outcome, error_result, one_line, quiet_output
+from milopt.solvers.backend import About, Backend, Outcome, error_result, one_line, quiet_output
 from milopt.solvers.result import Termination as T
 
 #: Xpress outcome → Termination.  A finished solve is keyed by ("completed", SOLSTATUS:
@@ -117,7 +117,6 @@ def native_size(mf) -> tuple[int, int, bool]:
 
 def _probe_community() -> bool:
     """True when a 201-column QP is refused with the Community licence's error 120."""
-    xp = _xpress()
     with quiet_output():
         p = _problem()
         p.controls.outputlog = 0
@@ -277,8 +276,7 @@ class XpressBackend(Backend):
 
     name = "xpress"
     module = "xpress"
-    caps = Capabilities(classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
-                        trajectory=True, warm_start=True, threads=True)
+    caps = COMMERCIAL
     about = About(description="FICO Xpress through its Python API (LP, MILP, QP, MIQP, QCQP, MIQCQP incl. "
                               "non-convex; SOS, indicators)",
                   install="pip install milopt[xpress]",
