@@ -143,9 +143,10 @@ def test_sigterm_to_the_group_during_bnb_workers(tmp_path):
     """`timeout` sends SIGTERM to the whole group: the master prints its result, the workers
     go, no BrokenPipeError, status 143."""
     (t,) = moments("bnb2-default", 1, 0.5, 2.0)
-    res = run_and_signal(["solve", "misvm-bigm", "--data", SMALL, "--solver", "bnb", "--set", "workers=2",
-                          "--time-limit", "120"], signal.SIGTERM, after=t, group=True, cwd=tmp_path,
-                         ready=_bnb_workers_ready)
+    # no starting heuristics: the workers start at once (the slow cases keep the defaults)
+    res = run_and_signal(["solve", "misvm-bigm", "--data", SMALL, "--solver", "bnb", "--set", "workers=2", "restarts=0",
+                          "anneal=0", "swap_starts=0", "kick_seconds=0", "--time-limit", "120"], signal.SIGTERM,
+                         after=t, group=True, cwd=tmp_path, ready=_bnb_workers_ready)
     res.check(signal.SIGTERM)
     if not res.finished_first and "termination:" in res.out:
         assert "termination: interrupted" in res.out or "termination: optimal" in res.out, res.out
