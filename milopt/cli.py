@@ -89,7 +89,10 @@ def cmd_info(args) -> int:
     if unknown:
         from milopt.errors import InvalidParameterError
 
-        raise InvalidParameterError(f"info: unknown key(s) {unknown}; accepted keys: coords, header")
+        from milopt.errors import did_you_mean
+
+        raise InvalidParameterError(f"info: unknown key(s) {unknown}{did_you_mean(unknown, ['coords', 'header'])}; "
+                                    "accepted keys: coords, header")
     data_kw = DATA_PARAMS.validate(dict(sets), "data")
     bags = load(args.data, coords=data_kw.get("coords", 0) or 0, header=_header(data_kw.get("header")))
     info = data_info(bags)
@@ -119,8 +122,10 @@ def cmd_list(args) -> int:
         if unknown:
             from milopt.errors import InvalidParameterError
 
-            raise InvalidParameterError(f"list: unknown name(s) {unknown}; `milopt list` shows every method, "
-                                        "formulation, solver and generator")
+            from milopt.errors import did_you_mean
+
+            raise InvalidParameterError(f"list: unknown name(s) {unknown}{did_you_mean(unknown, known)}; `milopt list` "
+                                        "shows every method, formulation, solver and generator")
         out = {sec: {n: v for n, v in d.items() if n in names} for sec, d in out.items()}
 
     def keys(v):
@@ -396,7 +401,9 @@ def cmd_study(args) -> int:
     from milopt.errors import InvalidParameterError
 
     if args.name != "kent-yu":
-        raise InvalidParameterError(f"unknown study {args.name!r}; available: kent-yu")
+        from milopt.errors import unknown_name
+
+        raise unknown_name("study", args.name, ["kent-yu"])
     try:
         study = importlib.import_module("milopt.study")
     except ModuleNotFoundError:

@@ -50,6 +50,36 @@ class NoSolutionError(MiloptError):
     """A solve ended without a usable solution and the caller asked for one."""
 
 
+def did_you_mean(names, choices) -> str:
+    """``" (did you mean 'misvm-bigm'?)"`` for a misspelt name (``""`` when nothing is close).
+
+    ``names``: one name or a list of them; ``choices``: the names accepted there.  The closest
+    choices by :func:`difflib.get_close_matches` (ratio >= 0.6, case ignored), at most three per
+    name -- the one place every "unknown name" message of milopt gets its suggestion from."""
+    import difflib
+
+    names = [names] if isinstance(names, str) else list(names)
+    choices = [str(c) for c in choices]
+    low = {}
+    for c in choices:
+        low.setdefault(c.lower(), c)
+    parts = []
+    for n in names:
+        near = [low[m] for m in difflib.get_close_matches(str(n).lower(), list(low), n=3, cutoff=0.6)]
+        if near:
+            alts = " or ".join(repr(m) for m in near)
+            parts.append(alts if len(names) == 1 else f"{alts} for {str(n)!r}")
+    return f" (did you mean {', '.join(parts)}?)" if parts else ""
+
+
+def unknown_name(kind: str, name, choices, more: str = "") -> InvalidParameterError:
+    """The error for a name that is not one of ``choices``: ``unknown formulation 'misvm-bigmm'
+    (did you mean 'misvm-bigm'?); available: ...`` (``more`` is appended)."""
+    choices = sorted(str(c) for c in choices)
+    return InvalidParameterError(f"unknown {kind} {name!r}{did_you_mean(str(name), choices)}; available: "
+                                 f"{', '.join(choices)}{more}")
+
+
 def positive_number(name: str, value) -> float:
     """``value`` as a positive finite float, or :class:`InvalidParameterError` naming ``name``."""
     try:

@@ -367,7 +367,10 @@ class ParamSet(dict):
     def check_keys(self, values, where: str, extra=()) -> None:
         unknown = [k for k in values if k not in self and k not in extra]
         if unknown:
-            raise InvalidParameterError(f"{where}: unknown key(s) {unknown}; accepted keys: "
+            from milopt.errors import did_you_mean
+
+            raise InvalidParameterError(f"{where}: unknown key(s) {unknown}"
+                                        f"{did_you_mean(unknown, list(self) + list(extra))}; accepted keys: "
                                         f"{', '.join(list(self) + list(extra))}")
 
     def validate(self, values: dict | None, where: str = "parameters", extra=()) -> dict:

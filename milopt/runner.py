@@ -398,8 +398,11 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
             options = {**native.validate(own, f"{solver} options"), **(options or {})}
             unknown = [k for k in params if k not in form.params and k not in DATA_KEYS]
             if unknown:   # name the backend's options too, not only the formulation's keys
+                from milopt.errors import did_you_mean
+
+                hint = did_you_mean(unknown, [*form.params, *DATA_KEYS, *native])
                 raise InvalidParameterError(
-                    f"{form.name}: unknown key(s) {unknown}; accepted keys: {', '.join(form.params)}, "
+                    f"{form.name}: unknown key(s) {unknown}{hint}; accepted keys: {', '.join(form.params)}, "
                     f"{', '.join(DATA_KEYS)}; {solver} options: {', '.join(native)}")
         cls = expected_class(form, params)
         if cls:

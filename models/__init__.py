@@ -242,7 +242,9 @@ def formulation(name: str) -> Formulation:
             if m == name:
                 f = _load(n)
     if f is None:
-        raise InvalidParameterError(f"unknown formulation {name!r}; available: {', '.join(names())}")
+        from milopt.errors import unknown_name
+
+        raise unknown_name("formulation", name, names())
     return f
 
 

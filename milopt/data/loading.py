@@ -382,6 +382,13 @@ def load(name_or_path, *, verify: bool = False, coords: int = 0, require_both_cl
             if verify and sha256_file(path) != entry["sha256_gz"]:
                 raise InvalidDataError(f"{path}: sha256 does not match the manifest; reinstall milopt")
             bags = _read_shipped(path, name=spec, coords=coords)
+        elif not os.path.exists(spec) and _looks_like_a_name(spec):
+            from milopt.errors import did_you_mean
+
+            raise InvalidDataError(f"data {spec!r}: not a shipped data set, a file or a generator"
+                                   f"{did_you_mean(spec, [*shipped, *(f'gen:{g}' for g in _generator_names())])}; "
+                                   f"shipped: {', '.join(sorted(shipped))}; generators: gen:NAME?key=value "
+                                   "(`milopt list` shows them); or give the path of a CSV or Parquet file")
         elif spec.lower().endswith((".parquet", ".pq")):
             bags = read_parquet(spec, coords=coords)
         else:
@@ -393,6 +400,17 @@ def load(name_or_path, *, verify: bool = False, coords: int = 0, require_both_cl
     if require_both_classes:
         check_both_classes(bags)
     return bags
+
+
+def _looks_like_a_name(spec: str) -> bool:
+    """A bare word (no folder, no file suffix): meant as a shipped name, not as a file."""
+    return os.sep not in spec and "/" not in spec and "." not in spec
+
+
+def _generator_names():
+    from milopt.data.registry import generators
+
+    return sorted(generators())
 
 
 def check_both_classes(bags: Bags, what="data"):

@@ -56,7 +56,9 @@ def generate(spec: str):
     name, _, query = body.partition("?")
     gens = generators()
     if name not in gens:
-        raise InvalidParameterError(f"unknown generator {name!r}; available: {', '.join(sorted(gens))}")
+        from milopt.errors import unknown_name
+
+        raise unknown_name("generator", name, gens)
     func = gens[name].func
     params = {k: coerce(v) for k, v in parse_qsl(query, keep_blank_values=True)}
     sig = inspect.signature(func)

@@ -230,5 +230,8 @@ def get_method(name: str) -> MethodSpec:
     spec = formulation_method(name)
     if spec is not None:
         return spec
-    raise InvalidParameterError(f"unknown method {name!r}; available: {', '.join(sorted(ms))} "
-                                "(or a formulation name from milopt list)")
+    from milopt.errors import did_you_mean
+    from milopt.models import names as formulation_names
+
+    raise InvalidParameterError(f"unknown method {name!r}{did_you_mean(name, [*ms, *formulation_names()])}; "
+                                f"available: {', '.join(sorted(ms))} (or a formulation name from milopt list)")

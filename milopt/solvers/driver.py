@@ -12,7 +12,8 @@ from __future__ import annotations
 import importlib
 import time
 
-from milopt.errors import InvalidParameterError, NoSolutionError, SolverUnavailableError, UnsupportedProblemError
+from milopt.errors import (InvalidParameterError, NoSolutionError, SolverUnavailableError, UnsupportedProblemError,
+                           did_you_mean)
 from milopt.solvers.backend import Backend, SolveOptions  # noqa: F401  (Backend: the registration type)
 from milopt.solvers.budget import TimeBudget
 from milopt.solvers.result import SolutionStatus, SolveResult, Termination, finish, relative_gap  # noqa: F401
@@ -85,7 +86,7 @@ def get_backend(name: str) -> Backend:
     backends()
     if name not in _BACKENDS:
         raise SolverUnavailableError(
-            f"unknown solver {name!r}; known solvers: {', '.join(sorted(backends()))} "
+            f"unknown solver {name!r}{did_you_mean(name, backends())}; known solvers: {', '.join(sorted(backends()))} "
             f"(installed: {', '.join(installed()) or 'none'})")
     b = _BACKENDS[name]
     if not b.available():
