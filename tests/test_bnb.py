@@ -629,3 +629,32 @@ def test_reduced_cost_fixing_keeps_the_proof(seed):
     assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
     assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7
     assert seen["out"] > 0
+
+
+def test_the_starts_schedule_does_not_depend_on_the_time_limit():
+    """Anytime under any limit: the starting heuristics follow one schedule whatever the time
+    limit, so a run given a limit holds, while its starts run, the incumbents of a run with no
+    limit.  Without a limit the starts run to completion (no iterated local search, so their
+    work is fixed); with a limit five times their duration they must find the same incumbents
+    in the same order (a share of the limit would have cut them at a fraction of it)."""
+    bags = musk_like(40, seed=1)
+    opts = dict(C=1.0, node_limit=1, kick_seconds=0)
+    free = solve_bags(bags, **opts)
+    h = free["heuristic_seconds"]
+    limited = solve_bags(bags, time_limit=max(2.0, 5.0 * h), **opts)
+
+    def starts(out):
+        return [v for t, v in out["trajectory"] if t <= out["heuristic_seconds"] + 1e-9]
+
+    assert len(starts(free)) >= 2
+    assert starts(limited) == pytest.approx(starts(free), rel=1e-12)
+    assert limited["heuristic_seconds"] < 0.9 * max(2.0, 5.0 * h)
+
+
+def test_the_root_is_evaluated_when_the_starts_use_the_whole_limit():
+    """A limit shorter than the starts: they are cut at ``start_share`` of it, and the search
+    still evaluates the root, so the result carries a bound."""
+    bags = musk_like(40)
+    out = solve_bags(bags, C=1.0, time_limit=0.3, start_share=1.0)
+    assert out["termination"] == "time_limit"
+    assert out["nodes"] >= 1 and math.isfinite(out["bound"]) and out["bound"] <= out["objective"]

@@ -126,3 +126,55 @@ def test_scheduler_option_is_declared():
     assert PARAMS.resolve({"scheduler": "local"}, "bnb options")["scheduler"] == "local"
     with pytest.raises(InvalidParameterError):
         PARAMS.resolve({"schedular": "local"}, "bnb options")
+
+
+def test_a_worker_lost_in_the_middle_of_a_proof_loses_nothing(cluster, monkeypatch):
+    """One of the two worker processes is killed (SIGKILL) while a round of nodes is in flight:
+    dask re-runs its tasks on the other worker (the nanny restarts the killed one), the search
+    books the same results in the same order, and the proof is the one of an undisturbed run:
+    the same optimum (brute force), bound and node count."""
+    import os
+    import signal
+
+    from milopt.algorithms.bnb import parallel
+
+    bags = tiny(24, n_pos=6, max_size=5)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+    ref = brute_force(bags, costs)
+    opts = dict(costs=costs, mip_gap=1e-7, restarts=0, anneal=0, kick_seconds=0, kick_every=0, workers=2,
+                batch=2, scheduler=cluster.scheduler_address)
+    calm = solve_bags(bags, **opts)
+    real = parallel.DaskNodePool.evaluate
+    killed = {}
+
+    def evaluate(self, nodes, *args, **kw):
+        if len(nodes) == 2 and not killed:
+            client = self.client
+            real_gather = client.gather
+
+            def gather(futures, *a, **k):
+                # the round is submitted (one task per worker): kill a worker; its task, running
+                # or finished with its result held there, is computed again on the other one
+                pids = client.run(os.getpid)
+                addr = sorted(pids)[0]
+                killed["pid"] = pids[addr]
+                os.kill(pids[addr], signal.SIGKILL)
+                client.gather = real_gather
+                return real_gather(futures, *a, **k)
+
+            client.gather = gather
+        return real(self, nodes, *args, **kw)
+
+    monkeypatch.setattr(parallel.DaskNodePool, "evaluate", evaluate)
+    out = solve_bags(bags, **opts)
+    assert killed, "no round of two nodes was evaluated"
+    assert out["termination"] == calm["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert out["objective"] == pytest.approx(calm["objective"], rel=1e-9, abs=1e-12)
+    assert out["bound"] == pytest.approx(calm["bound"], rel=1e-9, abs=1e-12)
+    assert out["nodes"] == calm["nodes"]
+    assert ref - 1e-5 * max(1.0, ref) <= out["bound"] <= ref + 1e-7
+    # the killed process is gone (the nanny started a new one in its place)
+    with distributed.Client(cluster.scheduler_address) as c:
+        c.wait_for_workers(2, timeout=60)
+        assert killed["pid"] not in c.run(os.getpid).values()

@@ -37,7 +37,13 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
     Returns
     -------
     dict of :meth:`MISVMBranchAndBound.solve` plus ``heuristic_seconds`` (the starts) and
-    ``witnesses``.  The heuristic starts use at most ``start_share`` of ``time_limit``.
+    ``witnesses``.
+
+    The starting heuristics follow one schedule whatever ``time_limit`` is (the alternation,
+    the annealing runs, the swap search from the best starts, ``kick_seconds`` of iterated
+    local search), so the incumbent held at time t does not depend on the limit; the limit
+    only cuts them, at ``start_share`` of it (default 0.9: the rest is the search's, which
+    evaluates the root for a bound).
     """
     from threadpoolctl import threadpool_limits
 

@@ -32,12 +32,32 @@ from milopt.segments import segment_argmax
 
 
 
-def _solve_witnesses(eng, wit, pos, deadline):
+def _solve_witnesses(eng, wit, pos, deadline, warm=None):
     """The node QP of the witness selection ``wit`` (positive bags ``pos``): Φ, intercept, α,
-    dual objective, coefficients and raw scores."""
+    dual objective, coefficients and raw scores.
+
+    ``warm = (alpha, old_wit)``: the multipliers of a solved selection; each changed bag's
+    multiplier moves from its old witness to the new one, and the QP is solved by the
+    active-set method from there (a selection that differs in a few witnesses needs a few
+    iterations of a small system, against a cold interior-point solve), falling back to the
+    cold solve when it fails.  Either way the point is exactly dual feasible and its Φ is the
+    true objective."""
     act = eng.base_active.copy()
-    act[wit[eng.live[pos]]] = True
-    alpha = eng.solve_selection(act, deadline)
+    live = eng.live[pos]
+    act[wit[live]] = True
+    alpha = None
+    if warm is not None and eng.active_set:
+        a0, old = warm
+        a0 = np.array(a0, dtype=float)
+        ch = np.flatnonzero(live & (old != wit))
+        a0[wit[ch]] = a0[old[ch]]
+        a0[old[ch]] = 0.0
+        if a0.any():
+            r = eng._solve_node_active_set(a0, act)
+            if r is not None:
+                alpha = r[0]
+    if alpha is None:
+        alpha = eng.solve_selection(act, deadline)
     D, coef, raw = eng.dual_objective(alpha)
     val, b = eng.phi_raw(raw, float(coef @ raw))
     return val, b, alpha, D, coef, raw
@@ -49,8 +69,10 @@ def alternation_starts(bags, K, C, class_weight, restarts, seed, deadline, X):
 
     out = []
     inits = ["centroid", "sil"] + ["random"] * max(0, int(restarts) - 2)
+    longest = 0.0
     for r, init in enumerate(inits[:max(1, int(restarts))]):
-        if time.perf_counter() > deadline:
+        t = time.perf_counter()
+        if out and t + longest > deadline:      # the next start would not end in time
             break
         try:
             res = misvm_alternate(K, bags, C=C, class_weight=class_weight, slack="bag", init=init, restarts=1,
@@ -58,6 +80,7 @@ def alternation_starts(bags, K, C, class_weight, restarts, seed, deadline, X):
         except Exception:  # noqa: BLE001 - a failed start is only a missing incumbent
             continue
         out.append((res["alpha"] * res["y"], res["b"]))
+        longest = max(longest, time.perf_counter() - t)
     return out
 
 
@@ -106,8 +129,8 @@ def swap_search(eng, scores, deadline, max_passes=20):
         return None
     wit = segment_argmax(np.asarray(scores, dtype=float), ptr)[pos]
 
-    def solve(w_):
-        return _solve_witnesses(eng, w_, pos, deadline)
+    def solve(w_, warm=None):
+        return _solve_witnesses(eng, w_, pos, deadline, warm)
 
     cur, b, alpha, D, coef, raw = solve(wit)
     best = (cur, coef, b)
@@ -129,7 +152,7 @@ def swap_search(eng, scores, deadline, max_passes=20):
                     return best
                 w2 = wit.copy()
                 w2[k] = c
-                r = solve(w2)
+                r = solve(w2, (alpha, wit))
                 if r[0] < cur - 1e-9 * max(1.0, abs(cur)):
                     # keep the swap, then re-align the selection with the new scores (alternation)
                     wit = w2
@@ -138,7 +161,7 @@ def swap_search(eng, scores, deadline, max_passes=20):
                         new = segment_argmax(raw, ptr)[pos]
                         if np.array_equal(new[multi], wit[multi]) or time.perf_counter() > deadline:
                             break
-                        r = solve(np.where(multi, new, wit))
+                        r = solve(np.where(multi, new, wit), (alpha, wit))
                         if not r[0] < cur:
                             break
                         wit = np.where(multi, new, wit)
@@ -153,10 +176,12 @@ def swap_search(eng, scores, deadline, max_passes=20):
     return best
 
 
-def alternate_selection(eng, wit, deadline, max_iter=30):
+def alternate_selection(eng, wit, deadline, max_iter=30, warm=None):
     """The MI-SVM alternation on selections: returns (value, b, alpha, D, coef, raw, wit) of
-    the last improving selection.  Each SVM is solved by the interior-point node QP of ``eng``
-    when that is its node solver (small effective sets); otherwise by the warm-started
+    the last improving selection.  Each SVM is solved by the node QP of ``eng`` when the
+    interior point is its node solver (small effective sets): the active-set method
+    warm-started from the previous selection's multipliers (``warm = (alpha, wit)`` for the
+    first one), the interior point cold where that fails; otherwise by the warm-started
     coordinate descent of :func:`~milopt.algorithms.mi_heuristics.misvm_alternate` (a witness
     change moves α, nothing is re-solved from scratch)."""
     ptr, pos = eng.ptr, eng.pos_bags
@@ -164,15 +189,15 @@ def alternate_selection(eng, wit, deadline, max_iter=30):
     if eng.qp != "ipm":
         return _alternate_smo(eng, wit, max_iter)
 
-    def solve(w_):
-        return _solve_witnesses(eng, w_, pos, deadline)
+    def solve(w_, warm=None):
+        return _solve_witnesses(eng, w_, pos, deadline, warm)
 
-    r = solve(wit)
+    r = solve(wit, warm)
     for _ in range(max_iter):
         new = np.where(multi, segment_argmax(r[5], ptr)[pos], wit)
         if np.array_equal(new, wit) or time.perf_counter() > deadline:
             break
-        r2 = solve(new)
+        r2 = solve(new, (r[2], wit))
         if not r2[0] < r[0]:
             break
         wit, r = new, r2
@@ -246,7 +271,7 @@ def kick_search(eng, scores, deadline, seed=0, kick=3, swap=True, found=None):
             I = pos[k]
             opts = np.arange(ptr[I], ptr[I + 1])
             w2[k] = rng.choice(opts[opts != w2[k]])
-        r = alternate_selection(eng, w2, deadline)
+        r = alternate_selection(eng, w2, deadline, warm=(cur[2], cur[6]))
         if r[0] <= cur[0] + tol:
             cur = r
             if r[0] < best[0] - tol:
@@ -327,8 +352,10 @@ Vert^2
     costs = np.where(eng.live, eng.costs, 0.0)
     X, d = eng.X, eng.d
     out = []
+    longest = 0.0
     for r in range(runs):
-        if time.perf_counter() > deadline:
+        t = time.perf_counter()
+        if t + longest > deadline:               # the next run would not end in time
             break
         lam, delta, tau0, rand = PORTFOLIO[r % len(PORTFOLIO)]
         theta = np.zeros(d + 1)
@@ -341,4 +368,5 @@ Vert^2
             if time.perf_counter() > deadline:
                 break
         out.append(X @ theta[:d])
+        longest = max(longest, time.perf_counter() - t)
     return out

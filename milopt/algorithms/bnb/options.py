@@ -23,7 +23,8 @@ PARAMS = ParamSet(
                      "many other unresolved bags (those of largest single gain; 0: off)", ge=0),
     anneal=Int(12, "deterministic-annealing runs (smoothed MI-SVM, L-BFGS; linear kernel) before the search",
                ge=0),
-    start_share=Float(0.15, "largest share of the time limit spent on starting heuristics", ge=0, le=1),
+    start_share=Float(0.9, "largest share of the time limit spent on starting heuristics (they follow one "
+                           "schedule whatever the limit, and are cut only at this share of it)", ge=0, le=1),
     swap_starts=Int(3, "distinct best starts polished by the witness-swap search before the search", ge=0),
     swap=Bool(True, "1-opt witness-swap local search on every new incumbent"),
     kick_seconds=Float(10.0, "seconds of iterated local search (random witness kicks, then the alternation) from "

@@ -421,7 +421,9 @@ class MISVMBranchAndBound(NodeEvaluation):
             while queue:
                 if closes(queue.min_bound()):
                     break
-                if time.perf_counter() > deadline:
+                if time.perf_counter() > deadline and stats["nodes"]:
+                    # (the root is evaluated whatever the time left: its QP stops at the
+                    # deadline, and its bound is the proof's starting point)
                     termination = "time_limit"
                     break
                 if node_limit is not None and stats["nodes"] >= node_limit:
@@ -479,8 +481,8 @@ def _swap_only(eng, best, offer, deadline, heur, t0):
     th = time.perf_counter()
     try:
         raw = eng.Kv(best["coef"]) if best["coef"] is not None else eng.X @ best["w"]
-        s = swap_search(eng, raw, min(deadline, th + max(2.0, 0.1 * (deadline - t0) if math.isfinite(deadline)
-                                                         else 10.0)))
+        # ten seconds whatever the time limit (the starts' schedule does not depend on it)
+        s = swap_search(eng, raw, min(deadline, th + 10.0))
         if s is not None:
             offer(s[1], s[2], "swap")
     except KeyboardInterrupt:
