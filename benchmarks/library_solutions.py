@@ -52,13 +52,13 @@ def _plain(inst) -> bool:
     return not any(k in inst.params for k in ("disjunction", "strengthen", "big_m", "perspective", "reduce"))
 
 
-def _solve(inst, solver, time_limit, gap):
+def _solve(inst, solver, time_limit, gap, options=None):
     from milopt.bench.library import build
     from milopt.solvers import solve
 
     model = build(inst)[0]
     t0 = time.perf_counter()
-    res = solve(model, solver, time_limit=time_limit, mip_gap=gap, threads=1)
+    res = solve(model, solver, time_limit=time_limit, mip_gap=gap, threads=1, options=options or None)
     return model, res, time.perf_counter() - t0
 
 
@@ -66,6 +66,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--suite", default="all")
     ap.add_argument("--time-limit", type=float, default=120.0, help="seconds per solve (default 120)")
+    ap.add_argument("--bnb-options", default="", help="options of bnb, key=value,key=value (e.g. kick_seconds=150: "
+                                                       "more iterated local search before the tree on a busy machine)")
     ap.add_argument("--reuse", action="store_true", help="take each MI-SVM source point from its shipped .sol")
     ap.add_argument("--update", action="store_true", help="write .sol files, certificates.csv and milopt.solu")
     ap.add_argument("--sync-only", action="store_true", help="only put the catalogue's statuses in step with "
@@ -132,7 +134,8 @@ def main(argv=None) -> int:
                 got = _source_from_sol(inst, cert, model=model)
                 row.update({k: v for k, v in got[3].items() if k not in ("name",)})
             else:
-                model, res, secs = _solve(inst, solver, args.time_limit, 1e-7 if solver != "bnb" else 1e-4)
+                opts = dict(kv.split("=", 1) for kv in args.bnb_options.split(",") if kv) if solver == "bnb" else {}
+                model, res, secs = _solve(inst, solver, args.time_limit, 1e-7 if solver != "bnb" else 1e-4, opts)
                 if res.objective is None:
                     print(f"{name:36s} {solver}: no solution ({res.termination})", flush=True)
                     continue
@@ -200,7 +203,8 @@ def main(argv=None) -> int:
 
 
 def sync_catalogue() -> None:
-    """Statuses in step with the .solu: a proved instance (``=opt=``) that the catalogue has open
+    """The .solu kinds recomputed from the certificates (value, bound, the stated gap), then the
+    statuses in step with the .solu: a proved instance (``=opt=``) that the catalogue has open
     becomes hard (``benchmarks/library_grade.py`` decides easy), with the prover and its seconds
     from its certificate; an instance without ``=opt=`` is open."""
     from dataclasses import replace
@@ -209,8 +213,22 @@ def sync_catalogue() -> None:
     from milopt.bench.library import load_catalogue, solu_path, write_catalogue
     from milopt.bench.solu import read_solu_full
 
+    from milopt.bench.certificates import proved, write_certificates
+    from milopt.bench.solu import write_solu_full
+
     known, certs, out = read_solu_full(solu_path()), read_certificates(), []
-    for inst in load_catalogue():
+    cat = load_catalogue()
+    for inst in cat:    # the kind follows from the certificate's value and bound at the stated gap
+        c, e = certs.get(inst.name), known.get(inst.name)
+        if not c or not e or not c.get("value"):
+            continue
+        b = _num(c.get("bound"))
+        kind = "opt" if b is not None and proved(float(c["value"]), b, inst.sense or "minimize") else "best"
+        c["kind"] = kind
+        known[inst.name] = {"kind": kind, "value": float(c["value"]), "bound": b}
+    write_certificates(certs)
+    write_solu_full(solu_path(), known)
+    for inst in cat:
         e, c = known.get(inst.name) or {}, certs.get(inst.name) or {}
         if e.get("kind") == "opt" and c.get("kind") == "opt":
             inst = replace(inst, status=inst.status if inst.status in ("easy", "hard") else "hard",

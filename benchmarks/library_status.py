@@ -139,6 +139,8 @@ def main(argv=None) -> int:
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--sha-only", action="store_true", help="only recompute the .mps sha256 of the suite (no solve)")
     ap.add_argument("--solvers", default=None, help="comma list overriding the status solvers (e.g. bnb)")
+    ap.add_argument("--options", default="", help="native options of the solvers, key=value,key=value "
+                                                  "(e.g. workers=2 for bnb)")
     args = ap.parse_args(argv)
     if args.sha_only:
         return sha_only(args.suite, args.update)
@@ -162,6 +164,11 @@ def main(argv=None) -> int:
     cfg = {"name": "library-status", "suite": args.suite, "time_limit": args.time_limit, "gap": args.gap,
            "kill_after": 2 * args.time_limit + 60, "threads": 1,
            "suite_solvers": ["highs", "scip", "ipopt", "scip-native", "bnb"]}
+    if args.options:
+        from milopt.bench.library import parse_params
+
+        opts = parse_params(args.options.replace(",", ";"), "--options")
+        cfg["solvers"] = {s: {"options": dict(opts)} for s in (args.solvers or "").split(",") if s.strip()}
     t0 = time.time()
     load0 = os.getloadavg()[0]
     res = run_bench(cfg, args.out, jobs=args.jobs, resume=args.resume,

@@ -12,8 +12,8 @@ builds (:func:`check_solution`), at the **stated tolerances**:
   c_0` recomputed at the ``.sol`` point (12 significant digits); the ``=obj=`` line of the file
   agrees with it within ``OBJ_TOL`` = 1e-9 relative to :math:`\max(1, |f|)`;
 * **proof**: ``=opt=`` needs a dual bound :math:`\beta` of a verified run with
-  :math:`f - \beta \le` ``PROOF_GAP`` :math:`\cdot \max(1, |f|)` (minimisation; maximisation
-  mirrored), ``PROOF_GAP`` = 1e-4, the relative gap at which CPLEX, Gurobi, Xpress and
+  :math:`f - \beta \le` ``PROOF_GAP`` :math:`\cdot |f|` (minimisation; maximisation
+  mirrored), ``PROOF_GAP`` = 1e-4 relative, the relative gap at which CPLEX, Gurobi, Xpress and
   milopt's ``bnb`` stop by default and at which Mittelmann's benchmarks count an instance
   solved.  A bound that exceeds a verified point's objective by more than 1e-6 relative
   (:data:`BOUND_TOL`) is a wrong bound and is not used.
@@ -267,14 +267,14 @@ def transfer(point: dict, value: float, inst, model=None) -> dict:
 
 
 def proved(value: float, bound: float | None, sense: str = "minimize", gap: float = PROOF_GAP) -> bool:
-    """True when ``bound`` certifies ``value`` within the relative gap ``gap`` (and does not cut
-    it off by more than ``BOUND_TOL``)."""
+    """True when ``bound`` certifies ``value`` within the relative gap ``gap`` (``value - bound <=
+    gap |value|``, minimisation) and does not cut it off by more than ``BOUND_TOL`` (relative to
+    ``max(1, |value|)``)."""
     if bound is None or value is None or not math.isfinite(bound):
         return False
     sgn = -1.0 if sense == "maximize" else 1.0
     d = sgn * (value - bound)
-    scale = max(1.0, abs(value))
-    return -BOUND_TOL * scale <= d <= gap * scale
+    return -BOUND_TOL * max(1.0, abs(value)) <= d <= gap * max(abs(value), 1e-12)
 
 
 def read_certificates(path=None) -> dict:
