@@ -274,12 +274,12 @@ def accuracy(seed: int = 1) -> None:
 
     print("| solver | MIQP objective | MIQP bound | QP with the integers fixed |")
     print("|---|---|---|---|")
-    ref = scip_backend.solve_matrix(mf, SolveOptions(time_limit=60, mip_gap=1e-9))
+    ref = scip_backend.BACKEND.solve_matrix(mf, SolveOptions(time_limit=60, mip_gap=1e-9))
     integ = np.asarray(mf.integrality, dtype=bool)
     lb, ub = mf.col_lb.copy(), mf.col_ub.copy()
     lb[integ] = ub[integ] = np.round(ref.x[integ])
     qp = replace(mf, col_lb=lb, col_ub=ub, integrality=np.zeros(mf.n_cols, dtype=bool), priority=None)
-    rq = scip_backend.solve_matrix(qp, SolveOptions(time_limit=60))
+    rq = scip_backend.BACKEND.solve_matrix(qp, SolveOptions(time_limit=60))
     print(f"| scip | {ref.objective:.9f} | {ref.bound:.9f} | {rq.objective:.9f} |")
     for name in MODULES:
         b = backend(name)

@@ -359,3 +359,13 @@ def test_a_limit_beyond_the_platform_is_refused_before_loading_data(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "--time-limit: 1e+12 s is beyond" in r.stderr
+
+
+@pytest.mark.parametrize("name", ["highs", "ipopt"])
+def test_a_maximisation_qp_is_checked_in_its_own_sense(name, plugin):
+    """max x0 + 2 x1 - ½‖x‖² s.t. x0 + x1 = 1, x >= 0: the optimum 1.5 at (0, 1)."""
+    mf = _form([1, 2], [[1, 1]], [1], [1], [0, 0], [INF, INF], sense=-1, Q=-sp.eye(2, format="csc"))
+    raw, res = _solve(name, plugin, mf)
+    check = raw.extra["optimality_check"]
+    assert res.termination == Termination.OPTIMAL and res.objective == pytest.approx(1.5, abs=1e-6)
+    assert check["passed"] and check["dual_bound"] == pytest.approx(1.5, abs=1e-5)

@@ -16,9 +16,8 @@ import scipy.sparse as sp
 
 from milopt.errors import InvalidDataError
 from milopt.io.names import clean_names
-from milopt.matrix import binary_mask
+from milopt.matrix import INF, binary_mask
 
-INF = float("inf")
 # value count above which numbers are formatted once per distinct value
 _DEDUP = 2048
 # size of the block of records assembled at a time (fits in a typical L2 cache)

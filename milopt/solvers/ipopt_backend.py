@@ -186,7 +186,7 @@ class IpoptBackend(Backend):
 
     name = "ipopt"
     module = "cyipopt"
-    caps = Capabilities(classes=frozenset({"LP", "QP"}), warm_start=True, isolated=True)
+    caps = Capabilities(classes=frozenset({"LP", "QP"}), warm_start=True, isolated=True, certify=True)
     about = About(description="Ipopt interior point via cyipopt (continuous LP/QP with linear constraints; exact "
                               "derivatives), in a child process with a hard deadline",
                   install="included (cyipopt-wheels)",
@@ -262,7 +262,9 @@ class IpoptBackend(Backend):
             msg = _MESSAGES[status]  # cyipopt has no text for some codes (e.g. -5, the wall-time limit)
         extra.update({"ipopt_status": status, "ipopt_message": msg, "max_violation": viol,
                       "acceptable": status == 1})
+        mult = s.info.get("mult_g")
         return Outcome(code=status, termination=term, x=x if has else None,
+                       row_dual=None if mult is None else -np.asarray(mult, dtype=float),  # L = f + g'λ: y = -λ
                        objective=s.cb.objective(x) if has else None,
                        iterations=s.history[-1]["iteration"] if s.history else None, status_text=msg, extra=extra,
                        log=_read(s.logfile), history=tuple({**h, "time": h["time"] - s.t1} for h in s.history))

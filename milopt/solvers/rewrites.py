@@ -162,9 +162,16 @@ def _minimise(mf: MatrixForm) -> MatrixForm:
 
 
 def _negate_result(raw):
+    """Objective, bound, trajectory (and the dual bound of an optimality check) back in the
+    maximisation's sign."""
     neg = (lambda v: None if v is None else -float(v))
     raw.objective, raw.bound = neg(raw.objective), neg(raw.bound)
     raw.trajectory = [(t, -float(v)) for t, v in raw.trajectory]
+    check = raw.extra.get("optimality_check")
+    while isinstance(check, dict):
+        if "dual_bound" in check:
+            check["dual_bound"] = neg(check["dual_bound"])
+        check = check.get("first_answer") or check.get("second_answer")
     return raw
 
 
