@@ -218,6 +218,19 @@ def test_full_file_system_message(tmp_path, monkeypatch, capsys):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_permission_denied_names_the_target(tmp_path, monkeypatch, capsys):
+    import milopt.io as mio
+    from milopt.cli import main
+
+    def denied(folder):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(folder))
+
+    monkeypatch.setattr(mio, "_open_unnamed", denied)
+    out = tmp_path / "m.mps"
+    assert main(["export", "misvm-bigm", "--data", "gen:subset?data=musk1&bags=8&seed=0", "-o", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"milopt: error: cannot write {out}: Permission denied"]
+
+
 def test_read_only_target_names_the_target(tmp_path, capsys):
     from milopt.cli import main
 
