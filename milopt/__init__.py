@@ -5,6 +5,10 @@ __version__ = "0.1.0"
 from milopt import _startup  # noqa: E402
 
 _startup.install()
+from milopt import processes as _processes  # noqa: E402
+
+if _processes.is_command():  # the `milopt` command: a signal during its imports ends it quietly
+    _processes.early()
 
 from milopt.data import Bags, load  # noqa: E402
 

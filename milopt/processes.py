@@ -108,12 +108,36 @@ def install(stop_seconds: float | None = None) -> bool:
         w.close()
         return False
     for s in SIGNALS:
-        signal.signal(s, _handler)
+        # a signal ignored when the command started stays ignored (nohup's SIGHUP, SIGINT of a
+        # background job of a non-interactive shell), as POSIX utilities do
+        if signal.getsignal(s) is not signal.SIG_IGN:
+            signal.signal(s, _handler)
     _state.update(installed=True, wakeup=(r, w))
     os.register_at_fork(after_in_child=_after_fork_child)
     limit = STOP_SECONDS if stop_seconds is None else float(stop_seconds)
     threading.Thread(target=_watchdog, args=(r, limit), name="milopt-signal-watchdog", daemon=True).start()
     return True
+
+
+def _early_handler(signum, frame):
+    os.write(2, f"milopt: interrupted by {signal_name(signum)}\n".encode())
+    os._exit(exit_status(signum))
+
+
+def is_command() -> bool:
+    """This process is the ``milopt`` console script (not a program importing milopt)."""
+    return os.path.basename(sys.argv[0] if sys.argv else "") in ("milopt", "milopt.exe")
+
+
+def early() -> None:
+    """While the ``milopt`` command imports its modules (nothing started, nothing written yet),
+    each of the three signals ends it at once with one line and status 128 + n, instead of a
+    ``KeyboardInterrupt`` traceback; :func:`install` replaces this when the command starts."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for s in SIGNALS:
+        if signal.getsignal(s) in (signal.SIG_DFL, signal.default_int_handler):
+            signal.signal(s, _early_handler)
 
 
 def _after_fork_child() -> None:

@@ -34,6 +34,9 @@ SEED = 37
 SMALL = "gen:subset?data=musk1&bags=40&seed=0"
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 HELPERS = Path(__file__).with_name("bench_helpers.py")
+#: the console script (as a user runs it), else the same entry point through the interpreter
+_SCRIPT = Path(sys.executable).with_name("milopt")
+MILOPT = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from milopt.cli import run; run()"]
 
 
 def moments(case: str, k: int, lo: float, hi: float) -> list[float]:
@@ -72,7 +75,7 @@ def run_and_signal(argv, sig, *, after: float, group: bool, cwd, ready=None, lim
     tmpdir.mkdir(exist_ok=True)
     env = dict(os.environ, TMPDIR=str(tmpdir), PYTHONFAULTHANDLER="")
     env.pop("MILOPT_DEBUG", None)
-    proc = subprocess.Popen([sys.executable, "-c", "from milopt.cli import run; run()", *argv], cwd=str(cwd), env=env,
+    proc = subprocess.Popen([*MILOPT, *argv], cwd=str(cwd), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     root = psutil.Process(proc.pid)
@@ -213,6 +216,19 @@ def test_full_file_system_message(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"milopt: error: cannot write {out}: No space left on device"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_permission_denied_names_the_target(tmp_path, monkeypatch, capsys):
+    import milopt.io as mio
+    from milopt.cli import main
+
+    def denied(folder):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(folder))
+
+    monkeypatch.setattr(mio, "_open_unnamed", denied)
+    out = tmp_path / "m.mps"
+    assert main(["export", "misvm-bigm", "--data", "gen:subset?data=musk1&bags=8&seed=0", "-o", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"milopt: error: cannot write {out}: Permission denied"]
 
 
 def test_read_only_target_names_the_target(tmp_path, capsys):

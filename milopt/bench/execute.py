@@ -111,6 +111,26 @@ def _kill_group(pid: int) -> None:
                 pass
 
 
+#: folders of the runs in flight (removed by :func:`remove_run_folders` when the bench stops)
+_FOLDERS: set = set()
+
+
+def remove_run_folders(wait: float = 3.0) -> None:
+    """After :func:`kill_running`: give the runs' threads ``wait`` seconds to clean up after
+    their killed processes, then remove the folders still there (a stopping bench leaves no
+    temporary file)."""
+    t_end = time.monotonic() + wait
+    while time.monotonic() < t_end:
+        with _LIVE_LOCK:
+            if not _LIVE:
+                break
+        time.sleep(0.05)
+    with _LIVE_LOCK:
+        folders = list(_FOLDERS)
+    for d in folders:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def _register(pid: int) -> None:
     """A run's process is in flight (killed at once if the bench stopped while it started)."""
     with _LIVE_LOCK:
@@ -146,6 +166,8 @@ def run_isolated(task: dict) -> dict:
 
 def _run_isolated(task: dict) -> dict:
     tmp = tempfile.mkdtemp(prefix=f"milopt-run-{task['run_id']}-")
+    with _LIVE_LOCK:
+        _FOLDERS.add(tmp)
     result_path = os.path.join(tmp, "result.json")
     log_path = os.path.join(tmp, "run.log")
     limit = float(task["kill_after"])
@@ -219,6 +241,8 @@ def _run_isolated(task: dict) -> dict:
                         run_seconds)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        with _LIVE_LOCK:
+            _FOLDERS.discard(tmp)
 
 
 def _num(v):

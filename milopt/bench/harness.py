@@ -233,9 +233,10 @@ def _run(cfg, runs, store, lock, *, jobs, scheduler, resume, progress, stream, m
     except BaseException:
         # Ctrl-C (or any failure of the bench itself): end the runs in flight now, so that the
         # process exits at once instead of waiting for them in multiprocessing's exit handler
-        from milopt.bench.execute import kill_running
+        from milopt.bench.execute import kill_running, remove_run_folders
 
         kill_running()
+        remove_run_folders()
         raise
     return {"total": len(runs), "skipped": skipped, "executed": prog.done, "failures": prog.failures,
             "seconds": time.monotonic() - t0, "out": str(store.folder), "table": str(store.path)}

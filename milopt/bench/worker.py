@@ -207,6 +207,14 @@ def _release_forkserver_alive_fd() -> None:
         pass
 
 
+def _private_tmpdir(folder: str) -> None:
+    """Temporary files of the run (solver logs, option files) go to the run's folder, which
+    the bench removes when the run ends, also when it had to kill the run."""
+    import tempfile
+
+    os.environ["TMPDIR"] = tempfile.tempdir = folder
+
+
 def child_main(task: dict, result_path: str, log_path: str) -> None:
     """Entry point of a fork-server child (see module docstring)."""
     _release_forkserver_alive_fd()
@@ -218,6 +226,7 @@ def child_main(task: dict, result_path: str, log_path: str) -> None:
     if ppid == 1:
         os._exit(70)
     _die_with_parent(ppid)
+    _private_tmpdir(os.path.dirname(result_path))
     _redirect_output(log_path)
     run_task(task, result_path)
     sys.stdout.flush()
@@ -233,6 +242,7 @@ def main(argv=None) -> int:
         return 2
     ppid = int(os.environ.get("MILOPT_BENCH_PARENT", os.getppid()))
     _die_with_parent(ppid)
+    _private_tmpdir(os.path.dirname(os.path.abspath(argv[1])))
     with open(argv[0]) as fh:
         task = json.load(fh)
     run_task(task, argv[1])

@@ -30,6 +30,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import re
+import shutil
 import signal
 import tempfile
 import time
@@ -87,6 +88,8 @@ def _child(backend, mf, opts, conn, logpath, verbose, parent):
     import faulthandler
 
     faulthandler.disable()  # a crash in native code is reported by the parent, from the exit signal
+    # the solver's own temporary files go to the folder the parent removes (also after a kill)
+    os.environ["TMPDIR"] = tempfile.tempdir = os.path.dirname(logpath)
     fd = os.open(logpath, os.O_WRONLY | os.O_APPEND)
     os.dup2(fd if not verbose else 2, 1)
     if not verbose:
@@ -125,8 +128,9 @@ def _tail(path: str, lines: int = 15) -> str:
 def _run_child(backend, mf, opts: SolveOptions, deadline: float | None) -> RawResult:
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    fd, logpath = tempfile.mkstemp(prefix="milopt-solver-", suffix=".log")
-    os.close(fd)
+    folder = tempfile.mkdtemp(prefix="milopt-solver-")   # the child's log and temporary files
+    logpath = os.path.join(folder, "solver.log")
+    os.close(os.open(logpath, os.O_WRONLY | os.O_CREAT, 0o600))
     hard = None if deadline is None else deadline + grace(opts.time_limit)
     last = None  # (t, obj, x) of the last incumbent received
     trajectory = []
@@ -195,10 +199,7 @@ def _run_child(backend, mf, opts: SolveOptions, deadline: float | None) -> RawRe
         return RawResult(termination=term if term == Termination.TIME_LIMIT else Termination.ERROR, x=last[2],
                          objective=last[1], log=tail, trajectory=trajectory, extra=extra)
     finally:
-        try:
-            os.unlink(logpath)
-        except OSError:
-            pass
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _stop_child(proc, recv, last, trajectory):
