@@ -73,6 +73,16 @@ napoleon_use_rtype = False
 # No network at build time: no inventories are fetched.
 intersphinx_mapping: dict = {}
 
+# Every reference to a milopt object must resolve (a broken one is an error under -W); the
+# types of other libraries (numpy, scikit-learn, Pyomo...) and numpydoc's type words
+# ("optional", "shape (n,)") have no target here, as no inventory is fetched.
+nitpicky = True
+# Private classes (a leading "_") appear as base classes and return types without a page.
+nitpick_ignore_regex = [("py:class", r"(?!milopt\.).*"), ("py:obj", r"(?!milopt\.).*"),
+                        ("py:class", r"milopt\..*\._\w+")]
+# The base class of MISVMBranchAndBound: node evaluation is an internal part of the search.
+nitpick_ignore = [("py:class", "milopt.algorithms.bnb.evaluate.NodeEvaluation")]
+
 # -- Gallery (sphinx-gallery) ------------------------------------------------------------------
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",
