@@ -95,7 +95,7 @@ def test_params_directive_renders_what_milopt_list_prints(capsys):
 def _fenced(text: str, lang: str | None = None) -> list[str]:
     """Bodies of the fenced code blocks of a Markdown text (only ``lang`` blocks when given)."""
     out = []
-    for m in re.finditer(r"^(```+|~~~+)\s*([\w+-]*)[^\n]*\n(.*?)^\1\s*$", text, re.S | re.M):
+    for m in re.finditer(r"^(```+|~~~+)[ \t]*([\w+-]*)[^\n]*\n(.*?)^\1[ \t]*$", text, re.S | re.M):
         if lang is None or m.group(2) == lang:
             out.append(m.group(3))
     return out
@@ -173,6 +173,36 @@ def test_readme_python_runs_and_its_figures_hold(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_readme_python_verbatim(tmp_path, monkeypatch):
     _run_blocks(_readme_python(), tmp_path, monkeypatch)
+
+
+def _readme_main_commands() -> list[str]:
+    """The ``milopt`` commands of the README's first fenced block (its "main job")."""
+    first = _fenced((ROOT / "README.md").read_text(encoding="utf-8"))[0]
+    return [p.strip() for p in first.split("&&") if p.strip().startswith("milopt ")]
+
+
+@pytest.mark.slow
+def test_readme_main_job_figures(capsys):
+    """The README's main job prints the figures the README quotes: the certified objective,
+    bound and node count of the bnb proof, and VGPMIL's cross-validated accuracy and AUC."""
+    import json
+
+    from milopt.cli import main
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    solve, fit = _readme_main_commands()
+    assert main(_argv(solve) + ["--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    obj, bound, nodes = re.search(r"objective ([0-9.]+), \*\*bound ([0-9.]+), gap [^*]*\*\* \(([0-9,]+) nodes\)",
+                                  text).groups()
+    assert got["termination"] == "optimal"
+    assert (f"{got['objective']:.6f}", f"{got['bound']:.6f}", got["nodes"]) == (obj, bound, int(nodes.replace(",", "")))
+    assert main(_argv(fit) + ["--json", "--quiet"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    acc, acc_sd, auc, auc_sd = re.search(r"bag accuracy \*\*([0-9.]+) ± ([0-9.]+)\*\*, AUC \*\*([0-9.]+) ± ([0-9.]+)\*\*",
+                                         text).groups()
+    assert [f"{got[k]['bag_accuracy']:.3f}" for k in ("mean", "std")] == [acc, acc_sd]
+    assert [f"{got[k]['bag_auc']:.3f}" for k in ("mean", "std")] == [auc, auc_sd]
 
 
 # ----------------------------------------------------------------------------- milopt commands
