@@ -107,7 +107,7 @@ colours = ["C0"] * 4 + ["C1", "C2", "C3"]
 bars = ax.barh(list(bounds), list(bounds.values()), color=colours)
 ax.bar_label(bars, fmt="%.3f", padding=3)
 ax.axvline(exact.objective, color="k", ls="--", lw=1)
-ax.text(exact.objective, -0.9, f"  optimum {exact.objective:.3f}", va="bottom")
+ax.text(1.02 * exact.objective, (len(bounds) - 1) / 2, f"optimum {exact.objective:.3f}", rotation=90, va="center")
 ax.invert_yaxis()
 ax.set_xlim(0, 1.25 * exact.objective)
 ax.set_xlabel("lower bound at the root")
