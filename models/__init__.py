@@ -106,7 +106,7 @@ class Formulation:
     doc : str
         One line for ``milopt list``.
     module : module, optional
-        Where it is defined.
+        Where it is defined (its other functions stay reachable as attributes of this object).
     """
 
     def __init__(self, name: str, build: Callable, decode: Callable, params=None, problem_class=None, *,
@@ -142,6 +142,14 @@ class Formulation:
     @property
     def PARAMS(self) -> ParamSet:
         return self.params
+
+    def __getattr__(self, attr):
+        # the module's own functions (``formulation("dcmil-dca").set_linearisation``), as read by
+        # milopt.algorithms.dcmil; every attribute the rest of milopt uses is declared above
+        mod = self.__dict__.get("module")
+        if mod is not None and not attr.startswith("__"):
+            return getattr(mod, attr)
+        raise AttributeError(attr)
 
     def __repr__(self):
         return f"Formulation({self.name!r})"

@@ -16,6 +16,8 @@ Hazards handled (docs/solvers.md):
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -143,7 +145,7 @@ class _Session:
     """The ``Highs`` object and what the solve needs to remember."""
 
     def __init__(self, h):
-        self.h, self.t1, self.trajectory = h, 0.0, None
+        self.h, self.incumbents = h, None
 
 
 class HighsBackend(Backend):
@@ -194,6 +196,7 @@ class HighsBackend(Backend):
         if np.any(mf.integrality):
             h.cbMipImprovingSolution.subscribe(
                 lambda e: incumbents.add(float(e.data_out.objective_function_value)))
+        s.incumbents = incumbents
         return {}
 
     def set_common(self, s, mf, opts):
@@ -215,6 +218,8 @@ class HighsBackend(Backend):
         s.h.setOptionValue("time_limit", float(seconds))
 
     def optimize(self, s, mf, opts, extra):
+        if s.incumbents is not None:
+            s.incumbents.t0 = time.perf_counter()  # the trajectory counts from the solver's start
         with quiet_stdout():
             s.h.run()
 
