@@ -175,16 +175,25 @@ def summarise(regime, method, rows) -> dict:
     return out
 
 
-def run(methods, regimes, k, seed=0, jobs=2, do_tune=True, echo=print):
-    """Every (method, regime) cell; returns the list of summaries."""
+def run(methods, regimes, k, seed=0, jobs=2, do_tune=True, echo=print, rows_out=None):
+    """Every (method, regime) cell; returns the list of summaries.  ``rows_out``: a file to which
+    each fold's row is appended (JSON lines) as soon as it is measured."""
+    import json
+
     from joblib import Parallel, delayed
 
     tasks = [(m, r, f) for r in regimes for m in methods for f in range(k)]
-    res = Parallel(n_jobs=jobs, verbose=0)(delayed(run_fold)(m, REGIMES[r][0], k, f, seed, do_tune)
-                                           for m, r, f in tasks)
+
+    def one(m, r, f):
+        return r, run_fold(m, REGIMES[r][0], k, f, seed, do_tune)
+
     cells = {}
-    for (m, r, _), row in zip(tasks, res):
-        cells.setdefault((r, m), []).append(row)
+    for r, row in Parallel(n_jobs=jobs, verbose=0, return_as="generator_unordered")(
+            delayed(one)(m, r, f) for m, r, f in tasks):
+        cells.setdefault((r, row["method"]), []).append(row)
+        if rows_out is not None:
+            with open(rows_out, "a") as fh:
+                fh.write(json.dumps({"regime": r, **row}) + "\n")
     out = [summarise(r, m, rows) for (r, m), rows in cells.items()]
     for c in out:
         echo(_line(c))
@@ -202,6 +211,21 @@ def _line(c) -> str:
             f"{c['one_class_zero']} of {f} | {c['fit_seconds']:.2f} |")
 
 
+def print_table(path) -> int:
+    """The table of the fold rows in ``path`` (JSON lines of ``--rows``)."""
+    import json
+
+    cells = {}
+    with open(path) as fh:
+        for line in fh:
+            row = json.loads(line)
+            cells.setdefault((row["regime"], row["method"]), []).append(row)
+    print(HEADER)
+    for (r, m) in sorted(cells, key=lambda c: (list(REGIMES).index(c[0]), METHODS.index(c[1]))):
+        print(_line(summarise(r, m, cells[(r, m)])))
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="3 folds, generator regimes only")
@@ -211,12 +235,16 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-tune", action="store_true", help="defaults only")
+    ap.add_argument("--rows", default=None, help="append every fold's row to this file (JSON lines) as it ends")
+    ap.add_argument("--table", default=None, metavar="ROWS", help="print the table of a --rows file and stop")
     a = ap.parse_args(argv)
+    if a.table:
+        return print_table(a.table)
     k = a.folds or (3 if a.quick else 5)
     regimes = a.regimes or (list(QUICK_REGIMES) if a.quick else list(REGIMES))
     t0 = time.perf_counter()
     print(HEADER)
-    cells = run(a.methods, regimes, k, a.seed, a.jobs, not a.no_tune, echo=lambda s: None)
+    cells = run(a.methods, regimes, k, a.seed, a.jobs, not a.no_tune, echo=lambda s: None, rows_out=a.rows)
     for c in sorted(cells, key=lambda c: (list(REGIMES).index(c["regime"]), METHODS.index(c["method"]))):
         print(_line(c))
     bad = sum(c["bad_one_class"] for c in cells)

@@ -174,7 +174,7 @@ class SILClassifier(_KernelMIL):
     random_state : int
     """
 
-    def __init__(self, C=1.0, kernel="rbf", gamma=None, class_weight="balanced", distributional=False, summary=None,
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight="balanced", distributional=False, summary=None,
                  scale_samples=True, tol=1e-3, random_state=0, threshold="auto"):
         self.C = C
         self.kernel = kernel
@@ -220,7 +220,7 @@ class SILClassifier(_KernelMIL):
 class SISMMClassifier(SILClassifier):
     """si-SMM: SIL with the kernel mean embedding (support measure machine) kernel (Kent & Yu's baseline)."""
 
-    def __init__(self, C=1.0, kernel="rbf", gamma=None, class_weight="balanced", distributional=True, summary=None,
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight="balanced", distributional=True, summary=None,
                  scale_samples=True, tol=1e-3, random_state=0, threshold="auto"):
         super().__init__(C=C, kernel=kernel, gamma=gamma, class_weight=class_weight, distributional=distributional,
                          summary=summary, scale_samples=scale_samples, tol=tol, random_state=random_state,
@@ -269,7 +269,7 @@ class MISVMHeuristic(_KernelMIL):
     random_state : int
     """
 
-    def __init__(self, C=1.0, kernel="linear", gamma=None, slack="bag", class_weight="balanced", init="centroid",
+    def __init__(self, C=1.0, kernel="linear", gamma="scale", slack="bag", class_weight="balanced", init="centroid",
                  restarts=3, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary=None,
                  scale_samples=True, scale_C=True, random_state=0, threshold="auto"):
         self.C = C
@@ -326,7 +326,7 @@ class MISMMHeuristic(MISVMHeuristic):
     these kernels usually stops after one alternation at that random selection (the fitted SVM
     ranks every selected instance first in its group), see docs/kent_yu_study.md."""
 
-    def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="centroid",
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", slack="bag", class_weight="kent-yu", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=True, summary=None,
                  scale_samples=True, scale_C=False, random_state=0, threshold="auto"):
         MISVMHeuristic.__init__(self, C=C, kernel=kernel, gamma=gamma, slack=slack, class_weight=class_weight, init=init,
@@ -340,7 +340,7 @@ class MISVMSummary(MISVMHeuristic):
     (``init='random'`` is the paper's start; default Andrews' centroid start, as
     :class:`MISMMHeuristic`)."""
 
-    def __init__(self, C=1.0, kernel="rbf", gamma=None, slack="bag", class_weight="kent-yu", init="centroid",
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", slack="bag", class_weight="kent-yu", init="centroid",
                  restarts=1, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary="univ1",
                  scale_samples=True, scale_C=False, random_state=0, threshold="auto"):
         MISVMHeuristic.__init__(self, C=C, kernel=kernel, gamma=gamma, slack=slack, class_weight=class_weight, init=init,
@@ -362,7 +362,7 @@ class MiSVMHeuristic(_KernelMIL):
     distributional, summary, scale_samples, random_state : as :class:`MISVMHeuristic`
     """
 
-    def __init__(self, C=1.0, kernel="rbf", gamma=None, class_weight="balanced", max_iter=50, tol=1e-3,
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight="balanced", max_iter=50, tol=1e-3,
                  distributional=False, summary=None, scale_samples=True, random_state=0, threshold="auto"):
         self.C = C
         self.kernel = kernel
@@ -432,7 +432,7 @@ class MISMMMIQP(MILClassifier):
     #: solved through the MIQP driver: ``threshold='auto'`` chooses on the training scores
     threshold_rule = "training"
 
-    def __init__(self, C=1.0, gamma=None, m=240, rank=None, class_weight="kent-yu", solver="scip", time_limit=30.0,
+    def __init__(self, C=1.0, gamma="scale", m=240, rank=None, class_weight="kent-yu", solver="scip", time_limit=30.0,
                  mip_gap=None, restarts=1, max_iter=50, threads=None, scale_samples=True, init="centroid",
                  random_state=0, threshold="auto"):
         self.C = C
