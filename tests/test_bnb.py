@@ -118,9 +118,9 @@ def test_best_intercept_is_exact():
 def test_against_scip_and_heuristics(seed):
     bags = tiny(seed + 10, n_pos=4, n_neg=4, d=3)
     m = misvm_bigm.build(bags, C=1.0)
-    scip = solve(m, "scip", time_limit=30, mip_gap=1e-9)
+    scip = solve(m, "scip", time_limit=120, mip_gap=1e-9)
     m2 = misvm_bigm.build(bags, C=1.0)
-    res = solve(m2, "bnb", time_limit=30, mip_gap=1e-7)
+    res = solve(m2, "bnb", time_limit=120, mip_gap=1e-7)
     assert res.status == SolutionStatus.OPTIMAL
     assert res.objective <= scip.objective + 1e-6 * max(1.0, scip.objective)
     assert res.bound >= scip.bound - 1e-6 * max(1.0, abs(scip.bound))
@@ -164,7 +164,7 @@ def test_degenerate_inputs(case):
     bags = Bags.from_arrays(arrs, y)
     costs = misvm_bigm.bag_costs(bags, 1.0)
     m = misvm_bigm.build(bags, C=1.0)
-    res = solve(m, "bnb", time_limit=30, mip_gap=1e-7)
+    res = solve(m, "bnb", time_limit=120, mip_gap=1e-7)
     assert res.status == SolutionStatus.OPTIMAL
     if (bags.y == 1).any():
         ref = brute_force(bags, costs)
@@ -658,3 +658,21 @@ def test_the_root_is_evaluated_when_the_starts_use_the_whole_limit():
     out = solve_bags(bags, C=1.0, time_limit=0.3, start_share=1.0)
     assert out["termination"] == "time_limit"
     assert out["nodes"] >= 1 and math.isfinite(out["bound"]) and out["bound"] <= out["objective"]
+
+
+def test_c_path_is_certified_and_warm_started():
+    """Along a path of C, each warm-started from the previous optimum, every optimum equals brute
+    force at that C, and neighbouring optima obey v(C1) <= v(C2) <= (C2 / C1) v(C1)."""
+    from milopt.algorithms.bnb import solve_c_path
+
+    bags = tiny(130, n_pos=4, n_neg=3, max_size=4)
+    Cs = [0.1, 1.0, 10.0]
+    path = solve_c_path(bags, Cs, mip_gap=1e-7, restarts=1, anneal=0, kick_seconds=0)
+    vals = []
+    for C, r in zip(Cs, path):
+        ref = brute_force(bags, misvm_bigm.bag_costs(bags, C))
+        assert r["C"] == C and r["termination"] == "optimal"
+        assert r["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+        vals.append(ref)
+    for (c1, v1), (c2, v2) in zip(zip(Cs, vals), zip(Cs[1:], vals[1:])):
+        assert v1 <= v2 + 1e-9 and v2 <= c2 / c1 * v1 + 1e-9

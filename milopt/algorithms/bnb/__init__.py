@@ -3,11 +3,11 @@
 Modules of this package: ``search`` (the tree search), ``bounds`` (objective, dual bounds and
 look-ahead), ``nodes`` (nodes and queue), ``heuristics`` (incumbents),
 ``parallel`` (node relaxations in worker processes), ``options`` (the declared
-options), ``api`` (:func:`solve_bags`).  Proofs and figures: docs/exact_misvm.md.
+options), ``api`` (:func:`solve_bags`, :func:`solve_c_path`).  Proofs and figures: docs/exact_misvm.md.
 """
-from .api import solve_bags
+from .api import solve_bags, solve_c_path
 from .bounds import mi_objective_best_b
 from .options import PARAMS
 from .search import MISVMBranchAndBound
 
-__all__ = ["MISVMBranchAndBound", "PARAMS", "mi_objective_best_b", "solve_bags"]
+__all__ = ["MISVMBranchAndBound", "PARAMS", "mi_objective_best_b", "solve_bags", "solve_c_path"]

@@ -139,3 +139,45 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
     out["witnesses"] = eng.selection_of_raw(raw, out["b"])
     out["options"] = o
     return out
+
+
+def solve_c_path(bags, Cs, class_weight="kent-yu", time_limit=None, mip_gap=1e-4, **options):
+    r"""Certified MI-SVM optima along a path of C, each warm-started from the previous one.
+
+    For every C of ``Cs`` (solved in the order given), :func:`solve_bags` with the previous
+    optimum (w, b) as a start: its Φ under the new costs is a valid incumbent from the first
+    node on, and near the previous C it is often the new optimum or close to it (the swap
+    search polishes it first).  Along the path the optimal values obey, for C₁ < C₂ (the cost
+    of each bag proportional to C, as with kent-yu or balanced weights),
+
+    .. math::
+
+        v(C_1) \le v(C_2) \le \tfrac{C_2}{C_1}\, v(C_1),
+
+    since Φ_C = ½‖w‖² + C·L(w, b) grows with C, and ½‖w‖² + C₂L ≤ (C₂/C₁)(½‖w‖² + C₁L); the
+    certified bounds of neighbouring points must respect it (a check, not used in the search).
+
+    Parameters
+    ----------
+    bags : Bags
+    Cs : sequence of float
+    class_weight : as ``misvm-bigm``
+    time_limit : float, optional
+        Wall seconds for each C.
+    mip_gap : float
+    **options
+        bnb options (:data:`milopt.algorithms.bnb.options.PARAMS`), the same for every C.
+
+    Returns
+    -------
+    list of dict: the result of :func:`solve_bags` for each C, with ``C`` added.
+    """
+    out, start = [], ()
+    for C in Cs:
+        r = solve_bags(bags, C=float(C), class_weight=class_weight, time_limit=time_limit, mip_gap=mip_gap,
+                       starts=start, **options)
+        r["C"] = float(C)
+        out.append(r)
+        if r.get("w") is not None:
+            start = [(np.asarray(r["w"], dtype=float), float(r["b"]))]
+    return out
