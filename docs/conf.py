@@ -39,12 +39,12 @@ extensions = [
     "milopt_docs",
 ]
 
+smartquotes = False  # option names such as --cv stay as typed
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**/README.md", "sg_execution_times.rst",
                     "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip"]
 templates_path = ["_templates"]
-html_static_path = ["_static"]
 
 # -- Markdown (MyST) ---------------------------------------------------------------------------
 # The pages write inline maths as $...$ and display maths as $$...$$ (with \begin{aligned} inside).
@@ -71,6 +71,16 @@ napoleon_use_rtype = False
 
 # No network at build time: no inventories are fetched.
 intersphinx_mapping: dict = {}
+
+# Every reference to a milopt object (``milopt.…``) must resolve: a broken one is an error
+# under -W.  Other libraries' objects (numpy, scikit-learn, Pyomo...), numpydoc's type words
+# ("optional", "shape (n,)") and bare names that resolve to no milopt page have no target
+# here, as no inventory is fetched; they render as code.
+nitpicky = True
+# Private classes (a leading "_") appear as base classes and return types without a page.
+nitpick_ignore_regex = [("py:.*", r"(?!milopt\.).*"), ("py:class", r"milopt\..*\._\w+")]
+# The base class of MISVMBranchAndBound: node evaluation is an internal part of the search.
+nitpick_ignore = [("py:class", "milopt.algorithms.bnb.evaluate.NodeEvaluation")]
 
 # -- Gallery (sphinx-gallery) ------------------------------------------------------------------
 sphinx_gallery_conf = {

@@ -5,7 +5,7 @@ builder, a native algorithm and an estimator compute the same quantity with the 
 
 * :func:`standardize_stats` / :func:`standardize`: feature standardisation with training
   statistics (the scaling ``milopt fit`` applies per training fold, ``milopt solve`` /
-  ``export`` on the whole data, and :class:`milopt.estimators.BagScaler` inside a pipeline).
+  ``export`` on the whole data, and :class:`milopt.estimators.api.BagScaler` inside a pipeline).
 * :func:`bag_costs`, :func:`instance_cost`, :func:`slack_costs`, :func:`slack_structure`: the
   MI-SVM slack costs of Kent & Yu (eq. 5) / Andrews et al. (2002) and the slack groups of the
   effective-set dual;

@@ -23,7 +23,7 @@ maxima (:math:`u_i` for positive bags, :math:`\xi_i` for negative bags):
     & \xi_i \ge 1 + w^\top x_j + b,\ j \in J_i,\ i \in N, \qquad \xi_i \ge 0.
 
 The linearisation :math:`g` enters only the objective, through mutable parameters ``g2w``,
-``g2b``: :func:`set_linearisation` updates them so a DCA run re-solves the same model.
+``g2b``: ``set_linearisation`` updates them so a DCA run re-solves the same model.
 From the command line (``milopt solve dcmil-dca --data musk1 --solver highs``) the model is built
 at the paper's starting point (barycentre difference; intercept making every positive bag
 positive) with the f2 subgradient there.

@@ -418,7 +418,7 @@ def _objective(m, costs, d: int, B: int, norm: str) -> None:
 
 
 def _start_from(m, inc: dict) -> None:
-    """The incumbent's point as starting values (:func:`warm_start`); ``ModelInfo.start``."""
+    """The incumbent's point as starting values (``warm_start``); ``ModelInfo.start``."""
     warm_start(m, inc["w"], inc["b"])
     m._milopt.start = True
 
@@ -512,7 +512,7 @@ def default_start(model) -> None:
     """Warm start for a model built with ``warm_start=False``: the point of
     :func:`~milopt.mil.bigm.incumbent` (best of the trivial points, a linear SVM on the instances
     with bag labels copied, and the MI-SVM alternation started from it), made feasible by
-    :func:`warm_start`.  (``milopt solve`` builds with ``warm_start=True`` instead, so that F
+    ``warm_start``.  (``milopt solve`` builds with ``warm_start=True`` instead, so that F
     also tightens the model.)"""
     rec = model_info(model)
     meta = rec.meta

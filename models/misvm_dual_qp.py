@@ -32,7 +32,7 @@ accepts any selection (one instance row per positive bag).
 
 **Building** (``form``; default ``"auto"``: ``factor`` for the linear kernel, ``matrix`` for
 RBF): ``"matrix"`` keeps the objective as the vector of ones and
-the dense matrix :math:`Q = (yy^\top)\circ K_{EE}` (:func:`models._linear.add_quadratic_objective`):
+the dense matrix :math:`Q = (yy^\top)\circ K_{EE}` (``add_quadratic_objective``):
 matrix-based backends (Ipopt, SCIP native, export) read them directly, and the Pyomo
 expression is only built if a Pyomo-based solver asks for it; ``"factor"`` writes :math:`\tfrac12\alpha^\top Q\alpha` as
 :math:`\tfrac12\lVert u\rVert^2` with :math:`u = L^\top(y\circ\alpha)` and :math:`K_{EE} = LL^\top`
@@ -156,7 +156,7 @@ def build(bags: Bags, C: float = 1.0, kernel="linear", gamma=None, class_weight=
 
 def _objective(m, form: str, XE, KE, y, avars) -> None:
     """max Σα - ½ αᵀQα with Q = (y yᵀ) ∘ K_EE written as ``form`` (module docstring): ``matrix``
-    (the matrices kept by :func:`models._linear.add_quadratic_objective`), ``factor`` (u = Lᵀ(y∘α)
+    (the matrices kept by ``add_quadratic_objective``), ``factor`` (u = Lᵀ(y∘α)
     with K_EE = LLᵀ, L = X_E for the linear kernel (``XE``), else an eigen-factor) or ``dense``."""
     n = y.size
     if form == "matrix":

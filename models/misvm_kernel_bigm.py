@@ -18,7 +18,7 @@ into the big-M model of Kent & Yu (eq. 5, ``models/misvm_bigm.py``) gives, over
     & \xi_I \ge 0,\ \zeta_{I,i} \in \{0, 1\}.
 
 The objective's Hessian is the Gram matrix K (positive semidefinite, so the continuous
-relaxation is a convex QP); it is held as a matrix (:func:`models._linear.add_quadratic_objective`),
+relaxation is a convex QP); it is held as a matrix (``add_quadratic_objective``),
 so export writes the ``β`` block of the QUADOBJ section straight from K.  The margin rows are
 dense in β (row i holds the row i of K).  With the linear kernel :math:`K = ZZ^\top` the model
 has the optimum of ``misvm-bigm`` (w = Zᵀβ).  (Kent & Yu note that eq. 5 cannot take a kernel whose
@@ -409,7 +409,7 @@ def beta_of(model) -> np.ndarray:
 
 
 def default_start(model) -> None:
-    """Warm start for a model built with ``warm_start=False``: the point of :func:`incumbent`."""
+    """Warm start for a model built with ``warm_start=False``: the point of ``incumbent``."""
     rec = model_info(model)
     meta = rec.meta
     inc = incumbent(rec.bags, meta["K"], meta["costs"], meta["C"], meta["class_weight"])

@@ -15,6 +15,13 @@ Both are usable from MyST Markdown as fenced directives::
 
     ```{milopt-params} misvm-bigm
     ```
+
+``:kind: method`` (or ``formulation``, ``solver``) picks one of two registrations under one
+name (``dcmil-dca`` is a formulation and a fit method)::
+
+    ```{milopt-params} dcmil-dca
+    :kind: method
+    ```
 """
 from __future__ import annotations
 
@@ -67,24 +74,29 @@ def _table(header: list[str], rows: list[list[tuple[str, bool]]], widths: list[i
     return table
 
 
-def params_summary(name: str) -> tuple[str, str, dict]:
+KINDS = ("formulation", "method", "solver")
+
+
+def params_summary(name: str, kind: str | None = None) -> tuple[str, str, dict]:
     """(kind, one-line doc, ``{key: {"default", "accepts", "help"}}``) of a registered
-    formulation or method: the declaration ``milopt list NAME --json`` prints."""
+    formulation, method or solver with declared options: the declaration ``milopt list NAME
+    --json`` prints.  A name registered as both (``dcmil-dca``) is the formulation unless
+    ``kind`` says otherwise."""
     from milopt.estimators.registry import methods
     from milopt.models import formulations
 
     forms = formulations()
-    if name in forms:
+    if name in forms and kind in (None, "formulation"):
         f = forms[name]
         return "formulation", f.doc, f.params.summary()
     meths = methods()
-    if name in meths:
+    if name in meths and kind in (None, "method"):
         m = meths[name]
         return "method", m.doc, m.params.summary()
     from milopt.solvers import backends
 
     back = backends()
-    if name in back and getattr(back[name], "params", None):
+    if name in back and getattr(back[name], "params", None) and kind in (None, "solver"):
         return "solver", back[name].description, back[name].params.summary()
     raise KeyError(f"milopt-params: {name!r} is neither a registered formulation, a method nor a solver with "
                    f"declared options; `milopt list` shows them all")
@@ -112,11 +124,12 @@ class MiloptParams(SphinxDirective):
 
     required_arguments = 1
     has_content = False
+    option_spec = {"kind": lambda arg: directives.choice(arg, KINDS)}
 
     def run(self):
         name = self.arguments[0].strip()
         try:
-            kind, doc, summary = params_summary(name)
+            kind, doc, summary = params_summary(name, self.options.get("kind"))
         except KeyError as exc:
             raise self.error(str(exc.args[0])) from None
         intro = nodes.paragraph()
@@ -209,8 +222,94 @@ def skip_foreign_member(app, what, name, obj, skip, options):
     return None
 
 
+def _import(path: str):
+    """The object at a dotted ``path`` (a module, then attributes), or None."""
+    import importlib
+
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        except Exception:  # noqa: BLE001 - a module that fails to import resolves nothing
+            return None
+        for attr in parts[i:]:
+            obj = getattr(obj, attr, None)
+            if obj is None:
+                return None
+        return obj
+    return None
+
+
+def resolve_same_object(app, env, node, contnode):
+    """Resolve a Python cross-reference to the page of the object it names when that object
+    is documented under another path: ``:func:`bag_costs``` in a docstring shown on a page of
+    a module that re-exports it, or ``milopt.estimators.registry.register_method``
+    (documented as ``milopt.estimators.register_method``).  The target is imported relative
+    to the module that defines the documented object (and to the page's current module), and
+    the reference goes to the documented name that is the *same object*; otherwise it stays
+    unresolved (and ``nitpicky`` reports it)."""
+    if node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "").lstrip("~.")
+    if not target or target.split(".")[0] in ("numpy", "np", "scipy", "sklearn", "pandas", "pyomo"):
+        return None
+    contexts = []
+    refdoc = node.get("refdoc", "")
+    if refdoc.startswith("api/generated/"):
+        documented = _import(refdoc.rsplit("/", 1)[1])
+        mod = getattr(documented, "__module__", None) if documented is not None else None
+        if documented is not None and not isinstance(mod, str):
+            mod = getattr(documented, "__name__", None)  # a module documents itself
+        if isinstance(mod, str):
+            contexts += [mod, mod.rpartition(".")[0]]
+            cls = getattr(documented, "__qualname__", "").split(".")[0]
+            if cls:
+                contexts.insert(0, f"{mod}.{cls}")
+            elif not callable(documented):  # data: its docstring is its type's (a ParamSet's)
+                kind = type(documented)
+                contexts.insert(0, f"{kind.__module__}.{kind.__qualname__}")
+    for key in ("py:class", "py:module"):
+        if node.get(key):
+            contexts.append(node.get("py:module", "") + ("." + node["py:class"] if key == "py:class" else ""))
+    obj = None
+    for ctx in [c for c in contexts if c]:
+        obj = _import(f"{ctx}.{target}")
+        if obj is not None:
+            break
+    if obj is None and target.startswith("milopt."):
+        obj = _import(target)
+    domain = env.get_domain("py")
+    last = target.rsplit(".", 1)[-1]
+    found = [(name, entry) for name, entry in domain.find_obj(env, None, None, last, None, 1)
+             if not entry.aliased and name.startswith("milopt") and name.endswith("." + target)]
+    if obj is None:
+        # a bare name in a summary line shown away from its module: resolves only when every
+        # documented object of that name is one and the same object
+        objects = {id(_import(name)) for name, _ in found}
+        if not found or len(objects) != 1 or None in [_import(name) for name, _ in found]:
+            return None
+        name, entry = found[0]
+        return _refnode(app, refdoc, entry, contnode, name)
+    for name, entry in domain.find_obj(env, None, None, last, None, 1):
+        if entry.aliased or not name.startswith("milopt"):
+            continue
+        other = _import(name)
+        if other is obj or (inspect.ismethod(obj) and other == obj):
+            return _refnode(app, refdoc, entry, contnode, name)
+    return None
+
+
+def _refnode(app, refdoc, entry, contnode, name):
+    from sphinx.util.nodes import make_refnode
+
+    return make_refnode(app.builder, refdoc, entry.docname, entry.node_id, contnode, name)
+
+
 def setup(app):
     app.connect("autodoc-skip-member", skip_foreign_member)
+    app.connect("missing-reference", resolve_same_object)
     app.add_directive("milopt-params", MiloptParams)
     app.add_directive("milopt-catalogue", MiloptCatalogue)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -10,7 +10,7 @@ Imported lazily, so that ``milopt`` commands that do not benchmark do not pay fo
 
 _LAZY = {"run_bench": "milopt.bench.harness", "write_report": "milopt.bench.report",
          "export_library": "milopt.bench.library", "load_config": "milopt.bench.config",
-         "expand": "milopt.bench.plan", "load_runs": "milopt.bench.runs"}
+         "expand": "milopt.bench.plan", "load_runs": "milopt.bench.runs", "Run": "milopt.bench.config"}
 
 __all__ = sorted(_LAZY)
 

@@ -78,7 +78,7 @@ def write_report(folder, *, solu_in=None, shift: float = SHIFT, sources=None, ex
     sources : list of paths, optional
         More bench folders (other runs or machines) merged with ``folder``.
     external : list of paths
-        CSV files of results obtained outside milopt (:func:`milopt.bench.merge.import_external`).
+        CSV files of results obtained outside milopt (``milopt.bench.merge.import_external``).
     out : path, optional
         Output folder (required in effect when merging: default ``folder``).
 

@@ -199,7 +199,7 @@ def read_mil_csv(path, *, name=None, coords: int = 0, header=None) -> Bags:
 
     Without a header row: column 0 bag label (0/1 or -1/1), column 1 bag id, rest features.
     With a header row (``header=True``, or detected when ``header=None``: no cell of the first
-    row's feature columns is a number), columns are found by name as in :func:`frame_to_bags`
+    row's feature columns is a number), columns are found by name as in ``frame_to_bags``
     (``bag_id``, ``label``, ``instance_label``, ``coord0..``); a header without those names is
     read by position.
 
@@ -276,7 +276,7 @@ def _read_shipped(path, *, name: str, coords: int = 0) -> Bags:
 
 
 def read_parquet(path, *, name=None, coords: int = 0) -> Bags:
-    """Read a Parquet table with named columns (as :func:`frame_to_bags`)."""
+    """Read a Parquet table with named columns (as ``frame_to_bags``)."""
     import pandas as pd
 
     path = Path(path)

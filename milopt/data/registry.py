@@ -23,6 +23,9 @@ GENERATOR_MODULES = [
 
 @dataclass(frozen=True)
 class GeneratorSpec:
+    """A registered generator: ``gen:NAME?key=value&...`` calls ``func(**params)``; ``doc`` is its
+    line in ``milopt list``."""
+
     name: str
     func: Callable
     doc: str

@@ -137,7 +137,7 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         return np.where(s > self.threshold_, self.classes_[-1], self.classes_[0])
 
     def score(self, bags, y=None):
-        """Bag accuracy of :meth:`predict` against ``y`` (default: the labels of ``bags``)."""
+        """Bag accuracy of ``predict(bags)`` against ``y`` (default: the labels of ``bags``)."""
         bags = as_bags(bags, y)
         pred = self.predict(bags)
         if y is not None:

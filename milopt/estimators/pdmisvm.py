@@ -63,7 +63,7 @@ class PDMISVMClassifier(MILClassifier):
         Per-bag multiplier of C: 'none' is eq. 1 as published; 'balanced' is scikit-learn's
         meaning over bags, n_bags / (K · n_bags of the bag's class).
     preset : {None, 'paper-rbf', 'paper-linear'}, default None
-        The settings of the paper's Section 4.1 (see :data:`PRESETS`): ``paper-rbf`` = kernel
+        The settings of the paper's Section 4.1 (see ``PRESETS``): ``paper-rbf`` = kernel
         variant, RBF, C = 1e-3, mu = 1e-10, tol = 1e-5; ``paper-linear`` = inexact variant,
         C = 1e4, mu = 1e-8, tol = 1e-5; both with ``max_prox='paper'`` (Algorithm 1's T/U updates).
         The preset sets those keys; giving one of them a

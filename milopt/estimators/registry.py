@@ -55,6 +55,9 @@ def _declared(cls) -> ParamSet:
 
 @dataclass(frozen=True)
 class MethodSpec:
+    """A registered fit method (``milopt fit NAME``): its estimator class ``cls``, the
+    constructor values ``fixed`` by the name, its one-line ``doc`` and the data it ``needs``."""
+
     name: str
     cls: type
     fixed: dict = field(default_factory=dict)

@@ -27,6 +27,7 @@ import re
 
 __all__ = ["clean_names", "MAX_NAME"]
 
+#: longest name written (the limit of CPLEX's and Gurobi's readers); longer names are cut
 MAX_NAME = 255
 
 _LEGAL = re.compile(r"[A-Za-z0-9_(),.]+\Z")

@@ -66,7 +66,7 @@ def linf_spread(bags: Bags) -> np.ndarray:
 
 
 def mildsvm_big_m(bags: Bags) -> float:
-    """mildsvm's L = 100 * sum over columns of mean |x| (no validity guarantee)."""
+    """mildsvm's ``L = 100 * sum over columns of mean |x|`` (no validity guarantee)."""
     return float(100.0 * np.abs(bags.X).mean(axis=0).sum())
 
 

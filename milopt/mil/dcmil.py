@@ -29,7 +29,7 @@ The positive-bag term is nonconvex.  Using :math:`\max\{0, 1 - h\} = \max\{1, h\
     f_2(z) = C\sum_{i \in P} h_i(z),
 
 both convex, :math:`f = f_1 - f_2`.  One subgradient of each comes from the arg-max instance
-:math:`j_i` of every bag (:func:`milopt.segments.segment_argmax`; no loop over bags):
+:math:`j_i` of every bag (``milopt.segments.segment_argmax``; no loop over bags):
 :math:`g^{(1)} = (w, 0) + C\sum_{i \in P, h_i > 1}(x_{j_i}, 1) + C\sum_{i \in N, h_i > -1}(x_{j_i}, 1)`,
 :math:`g^{(2)} = C\sum_{i \in P}(x_{j_i}, 1)`.
 

@@ -9,7 +9,7 @@ import importlib
 
 _WHERE = {
     "solve": "driver", "backends": "driver", "installed": "driver", "get_backend": "driver",
-    "register_backend": "driver", "Backend": "backend", "classify": "driver",
+    "register_backend": "driver", "Backend": "backend", "SolveOptions": "backend", "classify": "driver",
     "SolveResult": "result", "SolutionStatus": "result", "Termination": "result", "relative_gap": "result",
     "export": "exporter", "model_size": "extract", "extract": "extract",
 }

@@ -1,9 +1,9 @@
 """Exact MI-SVM by branch and bound over witness selections (the ``bnb`` backend's algorithm).
 
-Modules: :mod:`.search` (the tree search), :mod:`.bounds` (objective, dual bounds and
-look-ahead), :mod:`.nodes` (nodes and queue), :mod:`.heuristics` (incumbents),
-:mod:`.parallel` (node relaxations in worker processes), :mod:`.options` (the declared
-options), :mod:`.api` (:func:`solve_bags`).  Proofs and figures: docs/exact_misvm.md.
+Modules of this package: ``search`` (the tree search), ``bounds`` (objective, dual bounds and
+look-ahead), ``nodes`` (nodes and queue), ``heuristics`` (incumbents),
+``parallel`` (node relaxations in worker processes), ``options`` (the declared
+options), ``api`` (:func:`solve_bags`).  Proofs and figures: docs/exact_misvm.md.
 """
 from .api import solve_bags
 from .bounds import mi_objective_best_b

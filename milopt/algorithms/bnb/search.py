@@ -68,7 +68,7 @@ class MISVMBranchAndBound(NodeEvaluation):
         KKT tolerance of the coordinate-descent node QPs (tightened automatically when a leaf
         cannot be closed).
     qp : {'auto', 'ipm', 'smo'}
-        Node QP solver (option ``qp`` of :mod:`.options`).
+        Node QP solver (option ``qp`` of ``milopt.algorithms.bnb.options``).
     K : ndarray (n, n), optional
         Kernel (Gram) matrix of the instances (RBF, polynomial, precomputed): the search then
         works on dual coefficients only and returns ``coef`` (f(x) = Σ coef_i K(z_i, x) + b).
@@ -177,7 +177,7 @@ class MISVMBranchAndBound(NodeEvaluation):
         return float(alpha.sum() - 0.5 * v @ raw), v, raw
 
     def project(self, a, idx):
-        """Multipliers on rows ``idx`` made exactly dual feasible (:func:`.bounds.project_dual`)."""
+        """Multipliers on rows ``idx`` made exactly dual feasible (``bounds.project_dual``)."""
         return project_dual(a, self.y[idx], self.bag_of[idx], self.costs)
 
     # ---------------------------------------------------------------- the search
@@ -207,7 +207,7 @@ class MISVMBranchAndBound(NodeEvaluation):
         heuristic : callable(scores) -> (coef, b) or None, optional
             Local improvement (the alternation) started from a node's scores.
         swap : bool
-            Run the 1-opt witness-swap search (:func:`.heuristics.swap_search`) from every new
+            Run the 1-opt witness-swap search (``heuristics.swap_search``) from every new
             incumbent found by a dive (and from the best start with ``start_swap``).
         dive_every : int
             Also run ``heuristic`` from every k-th node's relaxation (0: only on improvement).
@@ -216,14 +216,14 @@ class MISVMBranchAndBound(NodeEvaluation):
             elapsed time (+ 1 s).
         kick_every, kick_size, seed : int
             After ``kick_every`` nodes (0: never), one second of the iterated local search
-            (:func:`.heuristics.kick_search`, at most ``kick_size`` bags kicked at once, seeded)
+            (``heuristics.kick_search``, at most ``kick_size`` bags kicked at once, seeded)
             from the incumbent (with a pool, in a worker while the others evaluate nodes); the
             interval doubles after every round that finds nothing and returns to
             ``kick_every`` after one that does.
         verbose : bool
             Progress lines (time, nodes, open, incumbent, bound, gap) on stderr every ``log_every`` s.
         workers, batch : int
-            Processes evaluating open nodes in parallel (:mod:`.parallel`), nodes per round.
+            Processes evaluating open nodes in parallel (``milopt.algorithms.bnb.parallel``), nodes per round.
         scheduler : str, optional
             Evaluate the rounds on a dask.distributed cluster (``'local'`` or an address).
         first_kick : float

@@ -54,7 +54,7 @@ left out of the tracked value). Coordinate ascent (Algorithm 1: eq. 28, 27, 26, 
 ``emax='max'`` (default) takes :math:`\mathbb E[\max y_{b\setminus n}] \approx \max_{j\ne n}\pi_j`,
 as the released VGPMIL and ψ-VGPMIL code do; ``emax='exact'`` takes the expectation under the
 factorised q(y), :math:`1 - \prod_{j\in b, j\ne n}(1 - \pi_j)`. Kernel learning (Algorithm 1,
-line 8) maximises 𝒥(λ) of eq. 29 (:func:`elbo_objective`).
+line 8) maximises 𝒥(λ) of eq. 29 (``elbo.elbo_objective``).
 
 Implementation notes
 --------------------
@@ -74,13 +74,13 @@ Implementation notes
 
 Package layout
 --------------
-* :mod:`~milopt.algorithms.vgpmil.link`: GSM likelihood factors ψ (θ(c), log ψ), the noisy-OR bag
+* ``link``: GSM likelihood factors ψ (θ(c), log ψ), the noisy-OR bag
   link and its leave-one-out products, logistic / probit predictive moments.
-* :mod:`~milopt.algorithms.vgpmil.posterior`: :class:`VGPMILPosterior` (whitened q(u), predictions)
+* ``posterior``: :class:`VGPMILPosterior` (whitened q(u), predictions)
   and the q(y) = Bernoulli(π) updates.
-* :mod:`~milopt.algorithms.vgpmil.elbo`: RBF kernel, kernel objectives (tangent bound, eq. 29) and
+* ``elbo``: RBF kernel, kernel objectives (tangent bound, eq. 29) and
   kernel learning.
-* :mod:`~milopt.algorithms.vgpmil.fit`: input checks, inducing points and the fit loop
+* ``fit``: input checks, inducing points and the fit loop
   (:func:`fit_vgpmil`).
 """
 from __future__ import annotations

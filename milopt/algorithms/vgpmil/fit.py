@@ -122,9 +122,9 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
         with analytic gradients at fixed q(u) and π; bounds 10⁻²–10² times the initial values.
         A step is kept only when it raises the objective.
     kernel_bound : {'elbo', 'augmented'}
-        The objective of that step: 𝒥(λ) of eq. 29 (:func:`elbo_objective`; −log Z by
+        The objective of that step: 𝒥(λ) of eq. 29 (``elbo_objective``; −log Z by
         importance sampling with ``logz_samples`` draws for ψ ≠ φ, redrawn every epoch, seeded),
-        or the augmented bound at fixed q(ω) (:func:`kernel_objective`, no log Z).
+        or the augmented bound at fixed q(ω) (``kernel_objective``, no log Z).
     time_limit : float, optional
         Seconds; the current posterior is returned with termination ``time_limit``.
     random_state : int
