@@ -13,7 +13,7 @@ numpy and scale with the data.  This example times two of them on generated data
   (:mod:`milopt.algorithms.vgpmil`), with :math:`M = 200` inducing points; its epochs cost
   :math:`O(n M^2)` for *n* instances.
 
-The data come from ``gen:multiclass`` (:func:`milopt.data.gen_multiclass.multiclass`): a bag of
+The data come from the generator ``gen:multiclass`` (``milopt list`` describes it): a bag of
 class *c* holds 1 to 10 instances, one of them a *key* instance drawn around the class
 prototype, the rest background noise shared by all classes.  The command-line equivalent of
 the largest pdMISVM fit, with 5-fold cross-validation instead of a held-out set::
