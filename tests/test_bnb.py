@@ -631,24 +631,37 @@ def test_reduced_cost_fixing_keeps_the_proof(seed):
     assert seen["out"] > 0
 
 
-def test_the_starts_schedule_does_not_depend_on_the_time_limit():
+def test_the_starts_schedule_does_not_depend_on_the_time_limit(monkeypatch):
     """Anytime under any limit: the starting heuristics follow one schedule whatever the time
-    limit, so a run given a limit holds, while its starts run, the incumbents of a run with no
-    limit.  Without a limit the starts run to completion (no iterated local search, so their
-    work is fixed); with a limit five times their duration they must find the same incumbents
-    in the same order (a share of the limit would have cut them at a fraction of it)."""
+    limit, cut only at ``start_share`` (90 %) of it.  Every phase receives that cut as its
+    deadline (a share of 15 % used to cut them), and a run limited to five times the starts'
+    own duration (no iterated local search, so their work is fixed) finds the incumbents of
+    an unlimited run, in the same order."""
+    from milopt.algorithms.bnb import heuristics
+
     bags = musk_like(40, seed=1)
     opts = dict(C=1.0, node_limit=1, kick_seconds=0)
+    solve_bags(musk_like(12), **opts)                    # imports and first calls out of the timing
     free = solve_bags(bags, **opts)
     h = free["heuristic_seconds"]
-    limited = solve_bags(bags, time_limit=max(2.0, 5.0 * h), **opts)
+    deadlines = []
+    real = heuristics.swap_search
+
+    def spy(eng, scores, deadline, *a, **k):
+        deadlines.append(deadline - t0[0])
+        return real(eng, scores, deadline, *a, **k)
+
+    monkeypatch.setattr(heuristics, "swap_search", spy)
+    t0 = [time.perf_counter()]
+    limit = max(2.0, 5.0 * h)
+    limited = solve_bags(bags, time_limit=limit, **opts)
 
     def starts(out):
         return [v for t, v in out["trajectory"] if t <= out["heuristic_seconds"] + 1e-9]
 
+    assert deadlines and deadlines[0] >= 0.9 * limit - 0.5     # the starts' swap phase
     assert len(starts(free)) >= 2
     assert starts(limited) == pytest.approx(starts(free), rel=1e-12)
-    assert limited["heuristic_seconds"] < 0.9 * max(2.0, 5.0 * h)
 
 
 def test_the_root_is_evaluated_when_the_starts_use_the_whole_limit():
