@@ -25,6 +25,8 @@ the CPU time of the process is printed next to them (on a machine shared with ot
 wall time is the larger).
 """
 
+# sphinx_gallery_thumbnail_number = 2
+
 # %%
 # Data: one draw, split by bag
 # ----------------------------
