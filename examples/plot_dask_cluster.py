@@ -44,8 +44,8 @@ print("scheduler:", address, "| workers:", len(client.scheduler_info()["workers"
 # %%
 # A bench on the cluster
 # ----------------------
-# Three fit methods cross-validated on MUSK1 (3 folds, each held-out fold one run): the MI-SVM
-# alternating heuristic, the single-instance SVM and BatchPSVM's proximal SVM.  ``scheduler``
+# Two fit methods cross-validated on MUSK1 (3 folds, each held-out fold one run): the MI-SVM
+# alternating heuristic and the single-instance SVM.  ``scheduler``
 # takes an address or a :class:`~distributed.Client`; the command line is
 # ``milopt bench dask.toml --scheduler tcp://...``.
 from milopt.bench import run_bench, write_report
@@ -62,8 +62,6 @@ config.write_text(textwrap.dedent("""\
     method = "misvm-heuristic"
     [[fit]]
     method = "sil"
-    [[fit]]
-    method = "psvm"
     """))
 
 with get_task_stream(client) as bench_tasks:

@@ -96,11 +96,21 @@ def read_with_highs(path):
 
 
 def read_with_scip(path):
+    import locale
+
     import pyscipopt
 
     s = pyscipopt.Model()
     s.hideOutput()
-    s.readProblem(str(path))
+    # PySCIPOpt's reader restores the numeric locale by the name locale.getlocale() gives,
+    # which is wrong for C.UTF-8 in a process that called setlocale(LC_ALL, "") (as Sphinx
+    # does); reading under the plain C locale avoids it
+    saved = locale.setlocale(locale.LC_NUMERIC)
+    locale.setlocale(locale.LC_NUMERIC, "C")
+    try:
+        s.readProblem(str(path))
+    finally:
+        locale.setlocale(locale.LC_NUMERIC, saved)
     s.setParam("limits/gap", 1e-9)
     s.optimize()
     return s.getStatus(), s.getObjVal()

@@ -13,6 +13,8 @@ This example holds out a third of the MUSK1 bags, tunes the MI-SVM alternating h
 baseline and VGPMIL (Haußmann et al. 2017), and draws their ROC curves on the held-out bags.
 """
 
+# sphinx_gallery_thumbnail_number = 2
+
 # %%
 # Bags, split by bag
 # ------------------
