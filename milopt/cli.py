@@ -638,13 +638,26 @@ def main(argv=None) -> int:
         return 2
     parser = build_parser()
     args = parser.parse_args(plugins_first(argv))
+    from milopt.processes import exit_status, received, signal_name
+
+    try:
+        code = _run_command(args)
+    except Exception:  # an error a signal caused (e.g. an extension module whose import it cut)
+        if received() is None:
+            raise
+        print(f"milopt: interrupted by {signal_name(received())}", file=sys.stderr)
+        code = 0
+    # a signal arrived and the command stopped with what it had (printed): 128 + n, whatever else
+    return exit_status() if received() is not None else code
+
+
+def _run_command(args) -> int:
+    """``args.func(args)``, its errors as one line each and their exit status."""
+    from milopt.errors import MiloptError
+
     try:
         with json_stdout(bool(getattr(args, "json", False))):
-            code = int(args.func(args) or 0)
-        from milopt.processes import exit_status, received
-
-        # a signal arrived and the command stopped with what it had (printed): 128 + n, not 0
-        return exit_status() if received() is not None else code
+            return int(args.func(args) or 0)
     except MiloptError as exc:
         print(f"milopt: error: {exc}", file=sys.stderr)
         return 2

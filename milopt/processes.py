@@ -74,9 +74,18 @@ def exit_status(signum: int | None = None) -> int:
     return 128 + int(n if n is not None else signal.SIGINT)
 
 
+def _quiet_logs() -> None:
+    """After a signal the command is ending: libraries' log records about their own teardown
+    (a dask cluster whose workers the signal ended, say) are not printed."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.disable(logging.ERROR)
+
+
 def _handler(signum, frame):
     if _state["received"] is None:
         _state["received"] = signum
+        _quiet_logs()
     if _state["handled"]:   # a second signal while stopping: the watchdog ends the process
         return
     _state["handled"] = True
@@ -125,8 +134,12 @@ def _early_handler(signum, frame):
 
 
 def is_command() -> bool:
-    """This process is the ``milopt`` console script (not a program importing milopt)."""
-    return os.path.basename(sys.argv[0] if sys.argv else "") in ("milopt", "milopt.exe")
+    """This process is the ``milopt`` console script (not a program importing milopt, nor a
+    process that multiprocessing's spawn starts from it: a dask worker re-imports the script)."""
+    if os.path.basename(sys.argv[0] if sys.argv else "") not in ("milopt", "milopt.exe"):
+        return False
+    mp_process = sys.modules.get("multiprocessing.process")
+    return not (mp_process is not None and getattr(mp_process.current_process(), "_inheriting", False))
 
 
 def early() -> None:
