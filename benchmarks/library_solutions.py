@@ -33,7 +33,6 @@ import math
 import os
 import sys
 import time
-from pathlib import Path
 
 
 def _solver_for(inst, cls):

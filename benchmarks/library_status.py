@@ -32,7 +32,6 @@ import os
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 
 from milopt.bench.certificates import BOUND_TOL, PROOF_GAP  # noqa: E402  (the library's tolerances)
 

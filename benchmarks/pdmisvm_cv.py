@@ -107,7 +107,7 @@ def main(argv=None):
             print(f"[{ds}] {label}: acc {row['acc_mean']:.3f} ± {row['acc_std']:.3f}, "
                   f"AUC {row['auc_mean']:.3f} ± {row['auc_std']:.3f}, fit {row['fit_s_mean']:.2f} s/fold", flush=True)
     print(f"\n{args.folds}-fold CV (seed {args.seed}; bag accuracy and AUC: mean ± std over folds)")
-    print(f"| data | method | accuracy | AUC | fit s/fold |\n|---|---|---|---|---|")
+    print("| data | method | accuracy | AUC | fit s/fold |\n|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['dataset']} | {r['config']} | {r['acc_mean']:.3f} ± {r['acc_std']:.3f} | "
               f"{r['auc_mean']:.3f} ± {r['auc_std']:.3f} | {r['fit_s_mean']:.2f} |")

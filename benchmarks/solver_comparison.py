@@ -209,7 +209,7 @@ def refused(r) -> bool:
     return r["outcome"] == "unsupported" or str(r.get("error") or "").startswith("LicenceLimitError")
 
 
-def comparison_table(df, entries: dict, skipped: dict, solvers: list, insts) -> "pd.DataFrame":
+def comparison_table(df, entries: dict, skipped: dict, solvers: list, insts):
     """One row per instance x solver: class, size, status, time, gap, objective, reason."""
     import pandas as pd
 

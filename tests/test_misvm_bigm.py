@@ -2,7 +2,6 @@
 import itertools
 
 import numpy as np
-import pyomo.environ as pe
 import pytest
 
 from milopt.data import Bags

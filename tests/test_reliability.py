@@ -1,6 +1,5 @@
 """Interrupts, time limits, exit codes, messages and results a user can trust."""
 import json
-import os
 import signal
 import subprocess
 import sys

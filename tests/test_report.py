@@ -7,7 +7,6 @@ twelve contenders with matplotlib warnings turned into errors, and their layout 
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from pathlib import Path
 

@@ -92,7 +92,7 @@ def solve_group_dual_active_set(y, groups, caps, alpha0, K=None, V=None, max_ite
     for it in range(1, max_iter + 1):
         F = np.flatnonzero(~zero_set)
         Sg = np.flatnonzero(sat)
-        f, s = F.size, Sg.size
+        f = F.size
         if max_free is not None and f > max_free:
             return _result(alpha, nu, it, False, F, sat)
         if K is not None:

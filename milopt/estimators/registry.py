@@ -152,7 +152,6 @@ def _numpydoc_params(doc: str) -> dict:
 
 
 def _first_sentence(text: str) -> str:
-    import re
 
     depth, cut = 0, len(text)
     for i, ch in enumerate(text):   # the first ". " outside parentheses ends the sentence
