@@ -65,6 +65,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--suite", default="all")
     ap.add_argument("--time-limit", type=float, default=120.0, help="seconds per solve (default 120)")
+    ap.add_argument("--solver", default=None, help="solve with this backend instead of the catalogue's prover "
+                                                   "(e.g. ipopt where HiGHS's point does not verify)")
     ap.add_argument("--bnb-options", default="", help="options of bnb, key=value,key=value (e.g. kick_seconds=150: "
                                                        "more iterated local search before the tree on a busy machine)")
     ap.add_argument("--reuse", action="store_true", help="take each MI-SVM source point from its shipped .sol")
@@ -125,7 +127,7 @@ def main(argv=None) -> int:
                        bound=srow.get("bound", "") if tr["ok"] else "", note=note)
         else:
             cls = inst.problem_class
-            solver = _solver_for(inst, cls)
+            solver = args.solver or _solver_for(inst, cls)
             if key is not None and key[3] in ("l2", "kernel") and inst.proof_solver != "scip":
                 solver = "bnb"      # milopt's exact method, unless SCIP proved it (Kent & Yu's data)
             if args.reuse and cert.sol_path(name).is_file() and key is not None:

@@ -12,13 +12,16 @@ Features are standardised as in ``milopt solve``.  The remaining columns are com
 ``benchmarks/library_status.py``: the problem class, the sha256 of the ``.mps`` as milopt
 writes it, and the status as in MIPLIB 2017:
 
-* ``easy``: a free solver in milopt proved it optimal within 60 s (2 cores);
-* ``hard``: proven optimal, but slower;
+* ``easy``: proved optimal, and every free backend of milopt that takes it solves it, verified,
+  within 10 s (1/6 of the benchmark's 60-s limit; ``benchmarks/library_grade.py``);
+* ``hard``: proved optimal, but not easy;
 * ``open``: no proof yet.
 
-The best known objective (``=opt=`` only with a proof: objective and bound within 1e-6
-relative; ``=best=`` otherwise) and the best known dual bound (``=bestdual=``) are in
-``instances/milopt.solu``.  Suites: ``easy``, ``hard``, ``open``, ``benchmark`` (the lines with
+The best known objective (``=opt=`` only with a certificate: a dual bound within 1e-4 relative;
+``=best=`` otherwise) and the best known dual bound (``=bestdual=``) are in
+``instances/milopt.solu``; every value is the objective of the shipped solution file
+``instances/solutions/NAME.sol.gz`` and ``instances/certificates.csv`` says how it was proved
+(:mod:`milopt.bench.certificates`, with the stated tolerances).  Suites: ``easy``, ``hard``, ``open``, ``benchmark`` (the lines with
 ``benchmark=1``: a balanced set the default solvers finish in about 30 minutes), ``all``.
 
 A new instance (or a new formulation) is one more line; a new solver needs no line at all.
