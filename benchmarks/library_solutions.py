@@ -172,7 +172,7 @@ def main(argv=None) -> int:
                 if old.get(k):
                     row[k] = old[k]
         kind = "opt" if bound is not None and cert.proved(f, bound, sense) else "best"
-        gap = None if bound is None else abs(f - bound) / max(1.0, abs(f))
+        gap = None if bound is None else abs(f - bound) / max(abs(f), 1e-12)
         row.update(kind=kind, value=f"{f:.12g}", bound="" if bound is None else f"{bound:.12g}",
                    gap="" if gap is None else f"{gap:.2e}", note=row.get("note") or note)
         mf, names, x = cert.model_point(model) if _linear(model) else (None, None, None)

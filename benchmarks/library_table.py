@@ -95,7 +95,8 @@ def table() -> str:
         bound = e.get("bound") if kind != "opt" else (float(c["bound"]) if c.get("bound") else val)
         gap = "-"
         if val is not None and bound is not None:
-            gap = f"{abs(val - bound) / max(1.0, abs(val)):.2%}" if kind != "opt" else f"{abs(val - bound) / max(1.0, abs(val)):.0e}"
+            rel = abs(val - bound) / max(abs(val), 1e-12)
+            gap = f"{rel:.2%}" if kind != "opt" else f"{rel:.0e}"
         if c.get("how"):
             how = f"{c['how']}: {c.get('solver', '')}"
             if c.get("seconds"):

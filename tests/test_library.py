@@ -54,6 +54,7 @@ def test_statuses_suites_and_solu_agree():
     cat = load_catalogue()
     assert {i.status for i in cat} <= {"easy", "hard", "open"}
     solu = read_solu_full(solu_path())
+    assert set(solu) <= {i.name for i in cat}, "a .solu line for an instance the catalogue does not have"
     for i in cat:
         e = solu.get(i.name)
         if i.status in ("easy", "hard"):
