@@ -13,7 +13,7 @@ from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError
 
 __all__ = ["bag_metrics", "instance_metrics", "degenerate", "evaluate", "bag_folds", "standardize",
-           "cross_validate", "fold_warnings"]
+           "cross_validate", "fold_warnings", "balanced_threshold"]
 
 
 def _auc(y_true, scores) -> float:

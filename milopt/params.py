@@ -25,7 +25,7 @@ import math
 from milopt.errors import InvalidParameterError
 
 __all__ = ["Param", "ParamSet", "Float", "Int", "Bool", "Str", "Choice", "Floats", "Any", "parse_bool",
-           "parse_seconds", "parse_list", "coerce"]
+           "parse_seconds", "parse_list", "coerce", "THRESHOLD"]
 
 TRUE = ("true", "yes", "on", "1")
 FALSE = ("false", "no", "off", "0")

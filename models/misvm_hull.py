@@ -47,7 +47,7 @@ under :math:`\tfrac12\lVert w\rVert^2`); the intersection over bags is a relaxat
 hull of the whole problem, not the hull itself.
 
 The box, the big-M and :math:`F` are those of :func:`milopt.mil.bigm.incumbent_bounds` rounded
-outward to 8 significant digits (:func:`milopt.models.misvm_bigm.stable_bounds`): still valid,
+outward to 8 significant digits (``stable_bounds`` of the big-M model): still valid,
 and the same bytes in the written ``.mps`` whatever numpy or BLAS computed them.
 
 Size: one copy of w per positive-bag instance: :math:`\sum_{Y_I=+1}|I|\cdot d` extra variables.

@@ -29,6 +29,8 @@ PUBLIC_MODULES = [
     "milopt.models.info",
     "milopt.matrix",
     "milopt.solvers",
+    "milopt.solvers.rewrites",
+    "milopt.solvers.certify",
     "milopt.io",
     "milopt.io.names",
     "milopt.params",
@@ -61,6 +63,7 @@ PUBLIC_MODULES = [
     "milopt.froc",
     "milopt.bench",
     "milopt.bench.library",
+    "milopt.bench.certificates",
     "milopt.plugins",
 ]
 

@@ -35,11 +35,14 @@ from pathlib import Path
 
 import numpy as np
 
-from milopt.bench.verify import FEAS_TOL, check_point, read_sol
+from milopt.bench.verify import check_point, read_sol
 from milopt.errors import InvalidParameterError
 
+#: a ``.solu`` value and the objective recomputed at its verified point agree within this (relative)
 OBJ_TOL = 1e-9
+#: a certificate proves its value when (value - bound) / max(1, |value|) is at most this
 PROOF_GAP = 1e-4
+#: a bound that cuts off a verified point by more than this (relative) is not used
 BOUND_TOL = 1e-6
 #: formulations whose instances share one MI-SVM problem with ``misvm-bigm`` (norm, kernel as keyed)
 MISVM_FORMS = ("misvm-bigm", "misvm-hull", "misvm-kernel-bigm")
@@ -303,5 +306,5 @@ def write_certificates(rows: dict, path=None) -> None:
     p.write_text("\n".join(head) + ("\n" if head else "") + buf.getvalue())
 
 
-__all__ = ["FEAS_TOL", "OBJ_TOL", "PROOF_GAP", "BOUND_TOL", "sol_path", "write_sol", "check_solution",
+__all__ = ["OBJ_TOL", "PROOF_GAP", "BOUND_TOL", "sol_path", "write_sol", "check_solution",
            "transfer", "proved", "problem_key", "read_certificates", "write_certificates"]

@@ -12,7 +12,7 @@ _WHERE = {
     "register_backend": "driver", "Backend": "backend", "SolveOptions": "backend", "classify": "driver",
     "SolveResult": "result", "SolutionStatus": "result", "Termination": "result", "relative_gap": "result",
     "export": "exporter", "model_size": "extract", "extract": "extract",
-    "TimeBudget": "budget", "parse_time_limit": "budget", "Capabilities": "backend",
+    "TimeBudget": "budget", "parse_time_limit": "budget", "Capabilities": "backend", "RawResult": "backend",
 }
 
 __all__ = list(_WHERE)

@@ -119,3 +119,5 @@ def _unproven(raw, check: dict):
     raw.extra["message"] = ("the solver reported optimal, but its answer fails the optimality check from the "
                             "matrix form (see optimality_check); it is reported as converged, not proven")
     return raw
+
+__all__ = ["TOL", "kkt", "certify_optimal"]

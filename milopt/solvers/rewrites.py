@@ -175,9 +175,18 @@ def _negate_result(raw):
     return raw
 
 
+#: rows with no finite side dropped (they constrain nothing)
 DROP_FREE_ROWS = Rewrite("drop_free_rows", _drop_free_rows)
+#: a ranged row ``lo <= a x <= hi`` split into two one-sided rows
 SPLIT_RANGES = Rewrite("split_ranges", _split_ranges)
+#: indicator rows stated one-sided (an equality or range as two rows)
 ONE_SIDED_INDICATORS = Rewrite("one_sided_indicators", _one_sided_indicators)
+#: quadratic rows stated one-sided, equalities kept
 ONE_SIDED_QUADRATIC = Rewrite("one_sided_quadratic", lambda mf: _quadratic_pieces(mf, True, False))
+#: quadratic rows stated as ``<=`` rows only (an equality as two rows, a ``>=`` row negated)
 QUADRATIC_LE = Rewrite("quadratic_le", lambda mf: _quadratic_pieces(mf, False, True))
+#: a maximisation stated as the minimisation of the negated objective (results read back)
 MINIMISE = Rewrite("minimise", _minimise, _negate_result)
+
+__all__ = ["Rewrite", "rewrite", "finite_bounds", "DROP_FREE_ROWS", "SPLIT_RANGES", "ONE_SIDED_INDICATORS",
+           "ONE_SIDED_QUADRATIC", "QUADRATIC_LE", "MINIMISE"]
