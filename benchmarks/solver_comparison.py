@@ -19,7 +19,7 @@ that cannot take an instance is recorded as **skipped** with the reason, never a
 
 * its problem class or a feature (SOS, indicators) is not one it solves, or it is a
   structure-aware backend for other formulations (``bnb``: the MI-SVM big-M MIQP only);
-* its ``skip(mf, opts)`` hook refuses the instance's matrix form (a licence size limit),
+* its ``cannot_take(mf, opts)`` refuses the instance's matrix form (a licence size limit),
   checked here before anything runs;
 * the driver refused the run itself (outcome ``unsupported``, or ``LicenceLimitError``).
 
@@ -151,7 +151,7 @@ def plan(insts, entries: dict, forms: dict, solvers: list, time_limit: float, ma
     instances left out for their size ``[(name, variables, rows)]``."""
     from milopt.bench.library import build
     from milopt.solvers import backends
-    from milopt.solvers.backend import SolveOptions
+    from milopt.solvers.backend import Backend, SolveOptions
 
     bk = backends()
     runs, skipped, too_big = set(), {}, []
@@ -167,13 +167,14 @@ def plan(insts, entries: dict, forms: dict, solvers: list, time_limit: float, ma
         mf = forms.get(inst.name)
         for s in solvers:
             b = bk[s]
-            if not b.supports(cls, feats, inst.formulation) or not (b.generic or inst.formulation in b.formulations):
+            only = b.caps.formulations
+            if not b.supports(cls, feats, inst.formulation) or not (b.caps.generic or inst.formulation in only):
                 need = cls + (" with " + "/".join(feats) if feats else "")
-                why = (f"{s} solves only {', '.join(b.formulations)}" if b.formulations and
-                       inst.formulation not in b.formulations else f"{s} does not solve {need} problems")
+                why = (f"{s} solves only {', '.join(only)}" if only and
+                       inst.formulation not in only else f"{s} does not solve {need} problems")
                 skipped[(inst.name, s)] = why
                 continue
-            if getattr(b, "skip", None) is not None:
+            if type(b).cannot_take is not Backend.cannot_take:   # a backend with a size limit
                 if mf is None:
                     try:
                         from milopt.solvers.extract import extract

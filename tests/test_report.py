@@ -332,14 +332,21 @@ def _comparison_module():
 def test_solver_comparison_records_what_a_solver_cannot_take_as_skipped(tmp_path, monkeypatch):
     import milopt.solvers
     from milopt.bench.library import suite
-    from milopt.solvers.backend import Backend
+    from milopt.solvers.backend import Backend, Capabilities
+
+    class SmallLicence(Backend):          # a backend with a licence size limit, as the commercial ones
+        name, module = "small-licence", "numpy"
+        caps = Capabilities(classes=frozenset({"LP", "QP", "MILP", "MIQP"}))
+
+        def version(self):
+            return "1.0"
+
+        def cannot_take(self, mf, opts):
+            return mf.size()["variables"] > 100, "small-licence licence: at most 100 variables; use another solver"
 
     sc = _comparison_module()
     real = milopt.solvers.backends()
-    small = Backend(name="small-licence", classes=frozenset({"LP", "QP", "MILP", "MIQP"}), module="numpy",
-                    version=lambda: "1.0",
-                    skip=lambda mf, opts: (mf.size()["variables"] > 100,
-                                           "small-licence licence: at most 100 variables; use another solver"))
+    small = SmallLicence()
     monkeypatch.setattr(milopt.solvers, "backends", lambda: {**real, "small-licence": small})
     insts = suite("misvm-bigm.ky1-b20,misvm-bigm.digits-b20,batchsvm-lp.cad-i10")
     entries, forms = sc.describe(insts, tmp_path, resume=False)
