@@ -6,7 +6,7 @@ builds (:func:`check_solution`), at the **stated tolerances**:
 
 * **feasibility**: every row, bound, quadratic row, SOS1 set and active indicator holds within
   ``FEAS_TOL`` = 1e-6 relative to :math:`\max(1, |\text{rhs}|)`; integer columns within 1e-6 of
-  an integer (:mod:`milopt.bench.verify`, the convention of SCIP's and HiGHS's primal
+  an integer (``milopt.bench.verify``, the convention of SCIP's and HiGHS's primal
   feasibility tolerance and of MIPLIB's solution checker);
 * **objective**: the ``.solu`` value is the objective :math:`c^\top x + \tfrac12 x^\top Q x +
   c_0` recomputed at the ``.sol`` point (12 significant digits); the ``=obj=`` line of the file
@@ -40,7 +40,7 @@ from milopt.errors import InvalidParameterError
 
 #: a ``.solu`` value and the objective recomputed at its verified point agree within this (relative)
 OBJ_TOL = 1e-9
-#: a certificate proves its value when (value - bound) / max(1, |value|) is at most this
+#: a certificate proves its value when ``(value - bound) / max(1, abs(value))`` is at most this
 PROOF_GAP = 1e-4
 #: a bound that cuts off a verified point by more than this (relative) is not used
 BOUND_TOL = 1e-6
@@ -169,7 +169,7 @@ def check_point_model(model, x=None) -> dict:
 def check_solution(inst, path=None, model=None) -> dict:
     """Verify the solution file of catalogue instance ``inst`` against the instance milopt builds.
 
-    Returns the verification of :func:`milopt.bench.verify.check_point` plus ``objective_file``
+    Returns the verification of ``milopt.bench.verify.check_point`` plus ``objective_file``
     (the ``=obj=`` line) and ``ok``: the point is feasible within ``FEAS_TOL``, every name is a
     column of the instance, and ``=obj=`` equals the recomputed objective within ``OBJ_TOL``.
     """

@@ -45,6 +45,14 @@ from milopt.solvers.result import Termination
 
 #: relative tolerance of each test (primal, dual infeasibility, duality gap)
 TOL = 1e-6
+#: a side at or beyond this magnitude is infinite: a backend's rewritten form states infinity as
+#: its solver's own number (Ipopt 1e19, CPLEX and Xpress 1e20, Gurobi 1e100); such a side takes
+#: no multiplier, and a tiny multiplier on it must not enter the dual value as ``1e19 * y``
+INFINITE_SIDE = 1e19
+
+
+def _finite(b: np.ndarray) -> np.ndarray:
+    return np.isfinite(b) & (np.abs(b) < INFINITE_SIDE)
 
 
 def kkt(mf, x, y) -> dict:
@@ -62,18 +70,18 @@ def kkt(mf, x, y) -> dict:
 
     def wrong_sign(m, low, up):
         """The part of multipliers ``m`` that asks for an infinite side."""
-        return np.where(np.isfinite(low), 0.0, np.maximum(m, 0.0)) + np.where(np.isfinite(up), 0.0, np.maximum(-m, 0.0))
+        return np.where(_finite(low), 0.0, np.maximum(m, 0.0)) + np.where(_finite(up), 0.0, np.maximum(-m, 0.0))
 
     def side_value(m, low, up):
-        return float(np.sum(np.where(m > 0, m * np.where(np.isfinite(low), low, 0.0), 0.0))
-                     + np.sum(np.where(m < 0, m * np.where(np.isfinite(up), up, 0.0), 0.0)))
+        return float(np.sum(np.where(m > 0, m * np.where(_finite(low), low, 0.0), 0.0))
+                     + np.sum(np.where(m < 0, m * np.where(_finite(up), up, 0.0), 0.0)))
 
     viol = mf.violation(x)
     primal = max(viol["rows"], viol["bounds"])
     dual = float(max(np.max(wrong_sign(y, lo, hi), initial=0.0), np.max(wrong_sign(z, lb, ub), initial=0.0)))
     value = s * mf.objective_value(x)
     bound = s * float(mf.c0) - 0.5 * s * float(x @ Qx) + side_value(y, lo, hi) + side_value(z, lb, ub)
-    finite = np.concatenate([b[np.isfinite(b)] for b in (lo, hi, lb, ub)] + [np.zeros(1)])
+    finite = np.concatenate([b[_finite(b)] for b in (lo, hi, lb, ub)] + [np.zeros(1)])
     scale_p = 1.0 + float(np.max(np.abs(finite)))
     scale_d = max(1.0, float(np.max(np.abs(grad), initial=0.0)))
     gap = (value - bound) / max(1.0, abs(value))
@@ -86,7 +94,7 @@ def certify_optimal(mf, raw, row_dual, recheck=None):
     """``raw`` (a :class:`~milopt.solvers.backend.RawResult` of ``mf``) with its claim of
     optimality checked (see the module docstring); other results are returned unchanged.
 
-    ``recheck()`` gives the :class:`~milopt.solvers.backend.Outcome` of a second solve that
+    ``recheck()`` gives the ``Outcome`` of a second solve that
     claims optimality (or None); it is tried once when the first check fails."""
     if raw.termination != Termination.OPTIMAL or raw.x is None or mf.is_mip() or not mf.has_quadratic_objective():
         return raw

@@ -8,23 +8,23 @@ function that maps the solver's result back to the original problem.  Only :data
 changes what a result means (the objective's sign); the others keep the columns, so a solution
 vector needs no translation.
 
-=========================  ================================================================
-step                        rewrite
-=========================  ================================================================
-:data:`DROP_FREE_ROWS`     linear rows with no finite side are left out (they constrain nothing)
-:data:`SPLIT_RANGES`       a linear row :math:`\ell < a^\top x < u` (both finite) becomes
-                           :math:`a^\top x \le u` and :math:`a^\top x \ge \ell`, in place
+============================  ================================================================
+step                          rewrite
+============================  ================================================================
+:data:`DROP_FREE_ROWS`        linear rows with no finite side are left out (they constrain nothing)
+:data:`SPLIT_RANGES`          a linear row :math:`\ell < a^\top x < u` (both finite) becomes
+                              :math:`a^\top x \le u` and :math:`a^\top x \ge \ell`, in place
 :data:`ONE_SIDED_INDICATORS`  the same for indicator rows (no API takes a ranged one); free
-                           indicator rows are left out
-:data:`ONE_SIDED_QUADRATIC`  the same for quadratic rows; an equality stays one row
-:data:`QUADRATIC_LE`       quadratic rows as ``≤`` rows only: a lower side becomes the negated
-                           row :math:`-a^\top x - x^\top T x \le -\ell` (an equality gives two)
-:func:`finite_bounds`      infinite column (and row) bounds as the solver's own infinity
-:data:`MINIMISE`           a maximisation as the minimisation of the negated objective
-=========================  ================================================================
+                              indicator rows are left out
+:data:`ONE_SIDED_QUADRATIC`   the same for quadratic rows; an equality stays one row
+:data:`QUADRATIC_LE`          quadratic rows as ``≤`` rows only: a lower side becomes the negated
+                              row :math:`-a^\top x - x^\top T x \le -\ell` (an equality gives two)
+:func:`finite_bounds`         infinite column (and row) bounds as the solver's own infinity
+:data:`MINIMISE`              a maximisation as the minimisation of the negated objective
+============================  ================================================================
 
 The row-sense reading itself (which side of ``lb <= a'x <= ub`` is finite) is
-:func:`milopt.io._common.row_senses`, shared with the ``.mps`` / ``.lp`` writers.
+``row_senses`` of ``milopt.io._common``, shared with the ``.mps`` / ``.lp`` writers.
 """
 from __future__ import annotations
 
