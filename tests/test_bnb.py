@@ -689,3 +689,14 @@ def test_c_path_is_certified_and_warm_started():
         vals.append(ref)
     for (c1, v1), (c2, v2) in zip(zip(Cs, vals), zip(Cs[1:], vals[1:])):
         assert v1 <= v2 + 1e-9 and v2 <= c2 / c1 * v1 + 1e-9
+
+
+def test_verbose_progress_lines_are_kept_in_the_result_log(capsys):
+    bags = tiny(3, n_pos=4, n_neg=4)
+    m = misvm_bigm.build(bags, C=1.0)
+    res = solve(m, "bnb", time_limit=60, verbose=True, options={"log_every": 0.01, "restarts": 0, "anneal": 1})
+    err = capsys.readouterr().err
+    assert "incumbent" in res.log and "bound" in res.log and "gap" in res.log
+    assert res.log.strip() and res.log.strip() in err   # the same lines, also on stderr
+    quiet = solve(misvm_bigm.build(bags, C=1.0), "bnb", time_limit=60)
+    assert quiet.log == ""
