@@ -52,8 +52,10 @@ _FIT_STANDARD = {"bag_accuracy", "bag_auc", "bag_f1", "bag_balanced_accuracy", "
                  "bound", "gap", "termination", "status", "iterations", "nodes", "fold", "train_bags",
                  "test_bags", "predict_seconds", "solver", "solver_version"}
 
-#: name of a run's process (forked from the fork server)
+#: name of a run's process (forked from the fork server): it tells the child not to re-run the
+#: calling program's main module (``milopt.bench._preload``)
 RUN_PROCESS_NAME = "milopt-bench-run"
+_RUN_PROCESS = {"daemon": False, "name": RUN_PROCESS_NAME}
 
 _CTX = None
 _CTX_LOCK = threading.Lock()
@@ -186,9 +188,7 @@ def _run_isolated(task: dict) -> dict:
         if mode == "forkserver":
             from milopt.bench.worker import child_main
 
-            # (the name tells the fork server's child not to re-run the calling script: _preload)
-            p = _forkserver().Process(target=child_main, args=(task, result_path, log_path), daemon=False,
-                                      name=RUN_PROCESS_NAME)
+            p = _forkserver().Process(target=child_main, args=(task, result_path, log_path), **_RUN_PROCESS)
             _not_stopping()
             p.start()
             _register(p.pid)
