@@ -111,7 +111,8 @@ def cmd_list(args) -> int:
                     for n, s in sorted(methods().items())},
         "formulations": {n: {"doc": f.doc, "keys": f.params.help(), "params": f.params.summary()}
                          for n, f in sorted(formulations().items())},
-        "solvers": {n: {"installed": b.available(), "classes": sorted(b.classes), "description": b.description}
+        "solvers": {n: {"installed": b.available(), "classes": sorted(b.classes), "description": b.description,
+                        "params": b.params.summary() if getattr(b, "params", None) else {}}
                     for n, b in sorted(backends().items())},
         "generators": {n: g.doc for n, g in sorted(generators().items())},
     }
@@ -139,9 +140,11 @@ def cmd_list(args) -> int:
             for n, v in out[sec].items():
                 lines.append(f"  {n:20s} {v['doc']}")
                 lines += keys(v)
-    if out["solvers"]:
-        lines += ["solvers:"] + [f"  {n:10s} {'installed' if v['installed'] else 'not installed':14s} "
-                                 f"{','.join(v['classes'])}" for n, v in out["solvers"].items()]
+    if out["solvers"]:  # with the options a solver declares (its --set keys on `milopt solve`)
+        lines.append("solvers (with the options they declare, set with --set key=value):")
+        for n, v in out["solvers"].items():
+            lines.append(f"  {n:10s} {'installed' if v['installed'] else 'not installed':14s} {','.join(v['classes'])}")
+            lines += keys(v)
     if out["generators"]:
         lines += ["generators:"] + [f"  gen:{n:16s} {d}" for n, d in out["generators"].items()]
     emit(out, args.json, "\n".join(lines))

@@ -318,8 +318,9 @@ def _alive(pid: int) -> bool:
 # ----------------------------------------------------------------------------- temporary files
 @contextlib.contextmanager
 def temporary_file(path):
-    """Register ``path`` (a temporary file being written) for removal if the process is ended
-    by :func:`hard_exit`; the caller removes it itself on every other path."""
+    """Register ``path`` (a temporary file being written, or a temporary directory) for removal
+    if the process is ended by :func:`hard_exit`; the caller removes it itself on every other
+    path."""
     p = os.fspath(path)
     with _temp_lock:
         _temp_files.add(p)
@@ -334,6 +335,11 @@ def remove_temporary_files() -> None:
     with _temp_lock:
         paths = list(_temp_files)
     for p in paths:
+        if os.path.isdir(p) and not os.path.islink(p):
+            import shutil
+
+            shutil.rmtree(p, ignore_errors=True)
+            continue
         with contextlib.suppress(OSError):
             os.unlink(p)
 

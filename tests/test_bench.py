@@ -522,3 +522,24 @@ def test_partial_line_is_repaired(tmp_path):
     store.repair()
     assert store.finished_ids() == {"aaa"}
     assert store.path.read_text().endswith("\n")
+
+
+def test_run_bench_from_a_plain_script(tmp_path):
+    """A script without an ``if __name__ == "__main__":`` guard calls run_bench: the runs
+    (forked from the fork server) do not re-run the script, and each one finishes."""
+    script = tmp_path / "my_bench.py"
+    script.write_text(
+        "import json, sys\nfrom milopt.bench import run_bench\n"
+        "print('SCRIPT RAN', flush=True)\n"
+        f"cfg = {{'name': 's', 'time_limit': 5, 'kill_after': 60, 'data': {json.dumps(DATA[:1])},\n"
+        "       'solve': [{'formulation': 'batchsvm-lp', 'solvers': ['highs'], 'params': {'theta': 0.0}}]}\n"
+        "res = run_bench(cfg, sys.argv[1], progress=False)\n"
+        "print(json.dumps({'executed': res['executed'], 'failures': res['failures']}))\n")
+    env = {k: v for k, v in os.environ.items() if k != "MILOPT_BENCH_ISOLATION"}
+    r = subprocess.run([sys.executable, str(script), str(tmp_path / "out")], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.count("SCRIPT RAN") == 1, r.stdout
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"executed": 1, "failures": 0}
+    rows = pd.read_csv(tmp_path / "out" / "runs.csv")
+    assert list(rows["outcome"]) == ["ok"], rows.to_dict("records")

@@ -689,3 +689,54 @@ def test_c_path_is_certified_and_warm_started():
         vals.append(ref)
     for (c1, v1), (c2, v2) in zip(zip(Cs, vals), zip(Cs[1:], vals[1:])):
         assert v1 <= v2 + 1e-9 and v2 <= c2 / c1 * v1 + 1e-9
+
+
+def test_verbose_progress_lines_are_kept_in_the_result_log(capsys):
+    bags = tiny(3, n_pos=4, n_neg=4)
+    m = misvm_bigm.build(bags, C=1.0)
+    res = solve(m, "bnb", time_limit=60, verbose=True, options={"log_every": 0.01, "restarts": 0, "anneal": 1})
+    err = capsys.readouterr().err
+    assert "incumbent" in res.log and "bound" in res.log and "gap" in res.log
+    assert res.log.strip() and res.log.strip() in err   # the same lines, also on stderr
+    quiet = solve(misvm_bigm.build(bags, C=1.0), "bnb", time_limit=60)
+    assert quiet.log == ""
+
+
+def test_an_interrupt_during_the_starts_leaves_the_search_a_short_budget(monkeypatch):
+    """Ctrl-C / SIGTERM while the starting heuristics run: what they found is kept, the search
+    gets INTERRUPTED_SECONDS for the root (serial, no swap search, no pool), the result is
+    ``interrupted`` -- so the command prints it well before the signal watchdog ends it."""
+    from milopt.algorithms.bnb import api, heuristics
+
+    bags = musk_like(40, seed=3)
+    costs = misvm_bigm.bag_costs(bags, 1.0)
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+        yield  # pragma: no cover
+
+    swaps, seen = [], {}
+    real_swap, real_solve = heuristics.swap_search, MISVMBranchAndBound.solve
+
+    def slow_swap(*a, **k):
+        swaps.append(1)
+        time.sleep(3.0)
+        return real_swap(*a, **k)
+
+    def spy(self, **kw):
+        seen.update(kw)
+        return real_solve(self, **kw)
+
+    monkeypatch.setattr(heuristics, "annealing_starts", interrupted)
+    monkeypatch.setattr(heuristics, "swap_search", slow_swap)
+    monkeypatch.setattr(MISVMBranchAndBound, "solve", spy)
+    w0 = np.zeros(bags.n_features)
+    t = time.perf_counter()
+    out = solve_bags(bags, costs=costs, time_limit=600, restarts=2, anneal=2, workers=2,
+                     starts=[(w0, -1.0)])
+    elapsed = time.perf_counter() - t
+    assert out["termination"] == "interrupted" and out["w"] is not None
+    assert out["bound"] <= out["objective"] + 1e-9 and out["nodes"] <= 1
+    assert not swaps and seen["time_limit"] <= api.INTERRUPTED_SECONDS
+    assert seen["workers"] == 1 and not seen["scheduler"] and not seen["start_swap"]
+    assert elapsed < 60

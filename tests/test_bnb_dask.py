@@ -178,3 +178,20 @@ def test_a_worker_lost_in_the_middle_of_a_proof_loses_nothing(cluster, monkeypat
     with distributed.Client(cluster.scheduler_address) as c:
         c.wait_for_workers(2, timeout=60)
         assert killed["pid"] not in c.run(os.getpid).values()
+
+
+def test_local_cluster_leaves_nothing_in_the_temporary_directory(tmp_path):
+    """``scheduler=local``: the workers' scratch space (dask's ``dask-scratch-space``) is in a
+    directory of its own, removed when the search ends."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from test_bnb import tiny\nfrom milopt.algorithms.bnb import solve_bags\n"
+            "out = solve_bags(tiny(22, n_pos=4), mip_gap=1e-7, restarts=0, anneal=0, workers=2, scheduler='local')\n"
+            "assert out['termination'] == 'optimal'\n")
+    env = {**os.environ, "TMPDIR": str(tmp_path),
+           "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")])}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert sorted(os.listdir(tmp_path)) == []

@@ -74,3 +74,18 @@ def test_csv_bad_inputs(capsys, tmp_path):
 def test_non_numeric_cost_is_one_clear_line(capsys, method):
     code, out, err = run(capsys, "fit", method, "--data", "gen:digits?bags=8&seed=0", "--set", "C=abc")
     assert code == 2 and "C" in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_list_bnb_prints_its_options_from_their_declaration(capsys):
+    from milopt.algorithms.bnb.options import PARAMS
+
+    code, out, _ = run(capsys, "list", "bnb")
+    assert code == 0
+    for k in PARAMS:
+        assert any(line.strip().startswith(f"{k} = ") for line in out.splitlines()), k
+    code, out, _ = run(capsys, "list", "bnb", "--json")
+    entry = json.loads(out)["solvers"]["bnb"]
+    assert {"installed", "classes", "description"} <= set(entry)  # the earlier fields stay
+    assert entry["params"] == PARAMS.summary()
+    code, out, _ = run(capsys, "list", "highs", "--json")
+    assert json.loads(out)["solvers"]["highs"]["params"] == {}

@@ -168,3 +168,36 @@ def test_a_solver_that_crashes_or_hangs_in_native_code_gives_a_status():
         iso.GRACE_SECONDS = old
     assert time.perf_counter() - t0 < 10
     assert r.termination == Termination.TIME_LIMIT and r.ok and r.objective == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("solver", ["highs", "scip"])
+def test_a_refused_native_option_is_bad_input_not_a_solver_error(solver):
+    """A native option the solver refuses raises one line naming it (the command exits 2), in
+    the solver's own process and in the isolated child alike."""
+    from milopt.errors import InvalidParameterError
+
+    for isolate in (False, True):
+        with pytest.raises(InvalidParameterError, match="no_such_option"):
+            solve(lp(), solver, options={"no_such_option": 1}, isolate=isolate)
+
+
+def test_isolation_takes_the_deadline_from_the_time_budget():
+    import inspect
+
+    from milopt.solvers.isolation import run_backend
+
+    assert "deadline" not in inspect.signature(run_backend).parameters
+
+
+@pytest.mark.parametrize("first", ["import milopt.solvers.extract", "from milopt.solvers.extract import start_vector",
+                                   "import milopt.solvers.driver", "pass"])
+def test_the_documented_name_extract_is_always_the_function(first):
+    import subprocess
+    import sys
+
+    code = (f"{first}\nimport types\nfrom milopt.solvers import extract\nimport milopt.solvers as S\n"
+            "assert isinstance(extract, types.FunctionType), type(extract)\n"
+            "assert S.extract is extract and extract.__name__ == 'extract'\n"
+            "from milopt.solvers.extract import extract as e2, start_vector\nassert e2 is extract\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -11,7 +11,11 @@ Two ways to start the child:
 
 * ``forkserver`` (default locally): children are forked from a multiprocessing fork server
   that has already imported Pyomo, scikit-learn and milopt (``milopt.bench._preload``), so a
-  run starts in milliseconds instead of ~2-3 s of imports;
+  run starts in milliseconds instead of ~2-3 s of imports.  A run does not re-run the calling
+  program's main module (multiprocessing would, as ``__mp_main__``: a script that calls
+  :func:`~milopt.bench.run_bench` without an ``if __name__ == "__main__":`` guard would start
+  its bench again in every run); like the ``milopt`` command, the runs see the plugins the
+  configuration's ``imports`` names;
 * ``subprocess``: ``python -m milopt.bench.worker``; used inside daemonic processes (Dask
   worker processes may not fork multiprocessing children) or when asked for.
 """
@@ -47,6 +51,11 @@ COLUMNS = [
 _FIT_STANDARD = {"bag_accuracy", "bag_auc", "bag_f1", "bag_balanced_accuracy", "fit_seconds", "objective",
                  "bound", "gap", "termination", "status", "iterations", "nodes", "fold", "train_bags",
                  "test_bags", "predict_seconds", "solver", "solver_version"}
+
+#: name of a run's process (forked from the fork server): it tells the child not to re-run the
+#: calling program's main module (``milopt.bench._preload``)
+RUN_PROCESS_NAME = "milopt-bench-run"
+_RUN_PROCESS = {"daemon": False, "name": RUN_PROCESS_NAME}
 
 _CTX = None
 _CTX_LOCK = threading.Lock()
@@ -179,7 +188,7 @@ def _run_isolated(task: dict) -> dict:
         if mode == "forkserver":
             from milopt.bench.worker import child_main
 
-            p = _forkserver().Process(target=child_main, args=(task, result_path, log_path), daemon=False)
+            p = _forkserver().Process(target=child_main, args=(task, result_path, log_path), **_RUN_PROCESS)
             _not_stopping()
             p.start()
             _register(p.pid)

@@ -14,6 +14,8 @@ the model and the proven bound (``extra["interrupted_with_solution"]`` is true).
 """
 from __future__ import annotations
 
+import io
+import sys
 import time
 from dataclasses import replace
 
@@ -74,9 +76,10 @@ def _finish(model, opts, mod, meta, bags, kernel=None):
             starts.append((np.array(wv, dtype=float), float(pe.value(model.b, exception=False) or 0.0)))
     gap = opts.mip_gap
     gap = 1e-4 if gap is None else float(gap)
+    log = _Tee(sys.stderr) if opts.verbose else None   # the progress lines: on stderr and in result.log
     out = solve_bags(bags, C=meta["C"], class_weight=meta["class_weight"], costs=np.asarray(meta["costs"]),
                      time_limit=opts.seconds_left(), mip_gap=gap, starts=starts, kernel=kernel,
-                     verbose=bool(opts.verbose), **o)
+                     verbose=bool(opts.verbose), log=log, **o)
     if kernel is None:
         mod.warm_start(model, out["w"], out["b"])        # load w, b, ξ, ζ (witness = best instance)
         obj_model = float(pe.value(model.obj))
@@ -100,8 +103,30 @@ def _finish(model, opts, mod, meta, bags, kernel=None):
         extra["note"] = ("the model's objective at the loaded point differs from the MI-SVM objective "
                          "(a big-M smaller than valid restricts the model)")
     res = finish("bnb", _version(), opts.problem_class or "MIQP", term, True, obj_model, out["bound"],
-                 time.perf_counter() - t_start, iterations=out["iterations"], nodes=out["nodes"], extra=extra)
+                 time.perf_counter() - t_start, iterations=out["iterations"], nodes=out["nodes"], extra=extra,
+                 log=log.getvalue() if log is not None else "")
     return replace(res, history=tuple(out["history"]))
+
+
+class _Tee(io.StringIO):
+    """A text stream that keeps what is written and passes it on to ``stream`` (stderr)."""
+
+    def __init__(self, stream):
+        super().__init__()
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            self._stream.write(text)
+        except (OSError, ValueError):  # stderr closed (a pipe gone): the log is still kept
+            pass
+        return super().write(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass
 
 
 class BnbBackend(Backend):

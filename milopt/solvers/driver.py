@@ -228,8 +228,7 @@ def solve(model, solver: str = "auto", *, time_limit: float | None = None, mip_g
         opts = replace(opts, x0=start_vector(mf))
     from milopt.solvers.isolation import run_backend
 
-    raw = run_backend(backend, mf, opts, isolate=backend.caps.isolated if isolate is None else bool(isolate),
-                      deadline=budget.deadline)
+    raw = run_backend(backend, mf, opts, isolate=backend.caps.isolated if isolate is None else bool(isolate))
     if raw.x is not None:
         from milopt.solvers.extract import load_solution
 

@@ -53,24 +53,30 @@ def grace(time_limit: float | None) -> float:
     return GRACE_SECONDS if time_limit is None else max(GRACE_SECONDS, GRACE_FRACTION * float(time_limit))
 
 
-def run_backend(backend, mf, opts: SolveOptions, *, isolate: bool, deadline: float | None) -> RawResult:
-    """``backend.solve_matrix(mf, opts)``, isolated in a child process when ``isolate``."""
+def run_backend(backend, mf, opts: SolveOptions, *, isolate: bool) -> RawResult:
+    """``backend.solve_matrix(mf, opts)``, isolated in a child process when ``isolate``.
+
+    The deadline is the one of the command's :class:`~milopt.solvers.budget.TimeBudget`
+    (``opts.budget``).  A solver failure is a status (``error``); bad input -- a native option
+    the solver refuses (:class:`~milopt.errors.InvalidParameterError`) -- and a licence limit
+    are raised, so the command reports them as such (exit status 2 for bad input)."""
     if not isolate or not _fork_available():
         with quiet_stdout():
             try:
                 return backend.solve_matrix(mf, opts)
             except Exception as exc:
-                if _is_licence_error(exc):
+                if _is_raised(exc):
                     raise
                 return RawResult(termination=Termination.ERROR, log=f"{type(exc).__name__}: {exc}",
                                  extra={"error": f"{type(exc).__name__}: {exc}"})
-    return _run_child(backend, mf, opts, deadline)
+    return _run_child(backend, mf, opts, None if opts.budget is None else opts.budget.deadline)
 
 
-def _is_licence_error(exc) -> bool:
-    from milopt.errors import LicenceLimitError
+def _is_raised(exc) -> bool:
+    """Errors that are not the solver's failure: a licence limit, a refused parameter."""
+    from milopt.errors import InvalidParameterError, LicenceLimitError
 
-    return isinstance(exc, LicenceLimitError)
+    return isinstance(exc, (LicenceLimitError, InvalidParameterError))
 
 
 def _fork_available() -> bool:
@@ -107,7 +113,7 @@ def _child(backend, mf, opts, conn, logpath, verbose, parent):
         raw = backend.solve_matrix(mf, o)
         conn.send(("result", raw))
     except BaseException as exc:  # everything goes back as a status
-        conn.send(("exception", exc if _is_licence_error(exc) else None, f"{type(exc).__name__}: {exc}"))
+        conn.send(("exception", exc if _is_raised(exc) else None, f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
         os._exit(0)

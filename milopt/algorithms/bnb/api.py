@@ -9,6 +9,10 @@ import numpy as np
 from .options import PARAMS
 from .search import MISVMBranchAndBound
 
+#: seconds the search has after a signal (Ctrl-C, SIGTERM) stopped the starting heuristics: the
+#: root's bound within them, then the incumbent is returned (the command then ends, 128 + n)
+INTERRUPTED_SECONDS = 1.0
+
 
 def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None, mip_gap=1e-4, starts=(),
                kernel=None, verbose=False, log=None, **options):
@@ -43,7 +47,10 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
     the annealing runs, the swap search from the best starts, ``kick_seconds`` of iterated
     local search), so the incumbent held at time t does not depend on the limit; the limit
     only cuts them, at ``start_share`` of it (default 0.9: the rest is the search's, which
-    evaluates the root for a bound).
+    evaluates the root for a bound).  A ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM / SIGHUP in
+    the ``milopt`` command) during the starts keeps what they found; the search then gets
+    :data:`INTERRUPTED_SECONDS` for the root's bound (serial, no local search) and the result
+    is returned as ``interrupted``.
     """
     from threadpoolctl import threadpool_limits
 
@@ -116,12 +123,17 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         first_kick = 0.0
         if not interrupted and parallel and o["kick_seconds"] > 0 and pts:
             first_kick = max(0.0, min(o["kick_seconds"], start_deadline - time.perf_counter()))
-        out = eng.solve(time_limit=left, mip_gap=mip_gap, node_limit=1 if interrupted else o["node_limit"],
-                        incumbents=[(c, b) for c, b, _ in pts], incumbent_times=[f - heur_s for _, _, f in pts], primal_incumbents=list(starts), heuristic=ls,
-                        swap=o["swap"], dive_every=o["dive_every"], heuristic_share=o["heuristic_share"],
-                        kick_every=o["kick_every"], kick_size=o["kick_size"], seed=o["seed"],
-                        verbose=verbose, log_every=o["log_every"], workers=o["workers"], batch=o["batch"], log=log,
-                        start_swap=bool(starts), scheduler=o["scheduler"], first_kick=first_kick)
+        search = dict(node_limit=o["node_limit"], heuristic=ls, swap=o["swap"], start_swap=bool(starts),
+                      kick_every=o["kick_every"], workers=o["workers"], scheduler=o["scheduler"])
+        if interrupted:   # the command is ending: the root alone, within a short budget, serial, no local search
+            left = INTERRUPTED_SECONDS if left is None else min(left, INTERRUPTED_SECONDS)
+            search = dict(node_limit=1, heuristic=None, swap=False, start_swap=False, kick_every=0, workers=1,
+                          scheduler=None)
+        out = eng.solve(time_limit=left, mip_gap=mip_gap, incumbents=[(c, b) for c, b, _ in pts],
+                        incumbent_times=[f - heur_s for _, _, f in pts], primal_incumbents=list(starts),
+                        dive_every=o["dive_every"], heuristic_share=o["heuristic_share"], kick_size=o["kick_size"],
+                        seed=o["seed"], verbose=verbose, log_every=o["log_every"], batch=o["batch"], log=log,
+                        first_kick=first_kick, **search)
     if out["w"] is None and out["coef"] is None:   # no start and no node evaluated
         out["coef"] = np.zeros(bags.n_instances)
         out["objective"], out["b"] = eng.phi_raw(np.zeros(bags.n_instances), 0.0)

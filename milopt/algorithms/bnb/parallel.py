@@ -26,11 +26,14 @@ elsewhere should run without ``MALLOC_TRIM_THRESHOLD_`` (see :func:`local_cluste
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import multiprocessing as mp
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 
@@ -155,9 +158,10 @@ def _kick_remote(engine, scores, seconds, seed, kick):
     return kick_search(_thread_engine(engine), scores, time.perf_counter() + seconds, seed=seed, kick=kick)
 
 
-def local_cluster(workers):
+def local_cluster(workers, local_directory=None):
     """A ``dask.distributed`` LocalCluster of ``workers`` single-threaded processes for node
-    evaluation.
+    evaluation (their scratch files in ``local_directory``; default: dask's, in the temporary
+    directory).
 
     dask's nannies start their workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which fixes glibc's
     mmap threshold at 128 KiB: every node's kernel block is then a fresh mmap (page faults), and
@@ -171,9 +175,12 @@ def local_cluster(workers):
 
     env = {k: v for k, v in (dask.config.get("distributed.nanny.pre-spawn-environ", {}) or {}).items()
            if k != "MALLOC_TRIM_THRESHOLD_"}
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": env}):
+    cfg = {"distributed.nanny.pre-spawn-environ": env}
+    if local_directory is not None:  # the scheduler's scratch space too
+        cfg["temporary-directory"] = os.fspath(local_directory)
+    with dask.config.set(cfg):
         return LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True, dashboard_address=":0",
-                            silence_logs=logging.ERROR)
+                            silence_logs=logging.ERROR, local_directory=local_directory)
 
 
 class DaskNodePool:
@@ -196,9 +203,23 @@ class DaskNodePool:
 
             raise SolverUnavailableError("bnb scheduler: needs dask.distributed; pip install 'milopt[dask]'") from None
         self.cluster = None
+        self._scratch = contextlib.ExitStack()
         if str(scheduler).lower() == "local":
-            self.cluster = local_cluster(workers)
-            self.client = Client(self.cluster)
+            # the workers' scratch space in a directory of its own, removed by close() (and by
+            # milopt.processes when a signal ends the command before close() runs)
+            from milopt.processes import temporary_file
+
+            folder = tempfile.mkdtemp(prefix="milopt-dask-")
+            self._scratch.callback(shutil.rmtree, folder, ignore_errors=True)
+            self._scratch.enter_context(temporary_file(folder))
+            try:
+                self.cluster = local_cluster(workers, local_directory=folder)
+                self.client = Client(self.cluster)
+            except BaseException:
+                if self.cluster is not None:
+                    self.cluster.close()
+                self._scratch.close()
+                raise
         else:
             try:
                 self.client = Client(scheduler, timeout=max(1.0, float(timeout)))
@@ -242,5 +263,8 @@ class DaskNodePool:
                 self.client.cancel(self.futures + self.kicks)
             self.client.close()
         finally:
-            if self.cluster is not None:
-                self.cluster.close()
+            try:
+                if self.cluster is not None:
+                    self.cluster.close()
+            finally:
+                self._scratch.close()
