@@ -23,16 +23,14 @@ LONG_FUNCTIONS = {
     "milopt/algorithms/bnb/api.py::solve_bags":
         "the branch-and-bound entry point: options, starts, the search and the result record in the order "
         "they happen, one time budget across them",
-    "milopt/algorithms/bnb/search.py::MISVMBranchAndBound.solve":
-        "the node loop of the branch and bound: queue, incumbent, bounds and budget are state every step "
-        "reads and writes; node evaluation, branching and heuristics are functions of their own modules",
     "milopt/algorithms/pdmisvm.py::pdmisvm_admm":
         "one ADMM iteration's updates share a dozen arrays and follow the paper's sequence of steps",
     "milopt/algorithms/svm_dcd.py::GroupSVMDual.solve":
         "the SMO loop: working-set selection, the two-variable update and shrinking share the gradient and "
         "the active set",
     "milopt/algorithms/vgpmil/fit.py::_fit_vgpmil":
-        "the variational updates of one iteration in the paper's order, with their shared buffers",
+        "the epoch loop of Algorithm 1: each update is a function of its own, in the paper's order; the loop "
+        "keeps the stopping rules (validation, warm-up, convergence, time) that share the epoch's state",
     "milopt/cli.py::cmd_fit":
         "argument checks and the text report of `milopt fit`, in the order the command prints them",
     "milopt/cli.py::build_parser":
