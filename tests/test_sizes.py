@@ -33,9 +33,6 @@ LONG_FUNCTIONS = {
     "milopt/algorithms/svm_dcd.py::GroupSVMDual.solve":
         "the SMO loop: working-set selection, the two-variable update and shrinking share the gradient and "
         "the active set",
-    "milopt/algorithms/vgpmil/fit.py::_fit_vgpmil":
-        "the epoch loop of Algorithm 1: each update is a function of its own, in the paper's order; the loop "
-        "keeps the stopping rules (validation, warm-up, convergence, time) that share the epoch's state",
     "milopt/cli.py::cmd_fit":
         "argument checks and the text report of `milopt fit`, in the order the command prints them",
     "milopt/cli_parser.py::build_parser":

@@ -176,6 +176,18 @@ def _check_options(H, variance, emax, damping, kernel_bound, mean, gsm):
                                     "bound is unbounded in m₀ without log Z: use mean='zero'")
 
 
+def _kernel_inputs(X, Z, n_inducing, inducing_init, lengthscale, random_state):
+    """(l, Z): the length scale (default: the median squared distance) and the inducing inputs
+    (default: ``n_inducing`` points of :func:`inducing_points`)."""
+    if lengthscale is None:
+        lengthscale = median_sq_distance(X, random_state=random_state)
+    if not lengthscale > 0:
+        raise InvalidParameterError(f"lengthscale: must be > 0, got {lengthscale}")
+    if Z is None:
+        Z = inducing_points(X, n_inducing, inducing_init, random_state)
+    return lengthscale, np.asarray(Z, dtype=float)
+
+
 def _initial_pi(pi_init, T_inst, random_state):
     """Initial q(y_n = 1): the bag label, ½ in positive bags, or U(0, 1) draws (Algorithm 1, line 2)."""
     if pi_init == "label":
@@ -285,15 +297,9 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
     X, ptr, y = _check_inputs(X, ptr, y)
     gsm = make_gsm(theta, alpha, beta)
     _check_options(H, variance, emax, damping, kernel_bound, mean, gsm)
-    if lengthscale is None:
-        lengthscale = median_sq_distance(X, random_state=random_state)
-    if not lengthscale > 0:
-        raise InvalidParameterError(f"lengthscale: must be > 0, got {lengthscale}")
+    lengthscale, Z = _kernel_inputs(X, Z, n_inducing, inducing_init, lengthscale, random_state)
     logH = math.log(H)                                      # inf when H = inf
     T_inst = np.repeat(y, np.diff(ptr)).astype(float)
-    if Z is None:
-        Z = inducing_points(X, n_inducing, inducing_init, random_state)
-    Z = np.asarray(Z, dtype=float)
     M = Z.shape[0]
     L, B, cond_var = _kernel_factors(X, Z, variance, lengthscale, jitter)
     bounds = [(math.log(variance) - 4.6, math.log(variance) + 4.6), (math.log(lengthscale) - 4.6,
