@@ -35,8 +35,6 @@ LONG_FUNCTIONS = {
         "the active set",
     "milopt/cli.py::cmd_fit":
         "argument checks and the text report of `milopt fit`, in the order the command prints them",
-    "milopt/cli_parser.py::build_parser":
-        "the argparse tree of the public command, one subcommand after another",
     "milopt/data/gen_cad.py::cad":
         "the CAD generator's steps (batches, coordinates, labels, features) in sequence, one random stream",
     "milopt/mil/dcmil.py::dcpca_iterate":
