@@ -43,7 +43,7 @@ LAYERS = (
     ("algorithms", ("milopt.algorithms",)),
     ("estimators", ("milopt.estimators", "milopt.metrics", "milopt.froc")),
     ("runner", ("milopt.runner", "milopt.study")),
-    ("commands", ("milopt.cli", "milopt.bench", "milopt")),
+    ("commands", ("milopt.cli", "milopt.cli_parser", "milopt.bench", "milopt")),
 )
 #: the one edge that goes up: the ``bnb`` backend is a thin adapter over the algorithm package
 ALLOWED_UP = {("milopt.solvers.bnb", "milopt.algorithms.bnb")}

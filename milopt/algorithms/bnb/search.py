@@ -240,253 +240,321 @@ class MISVMBranchAndBound(NodeEvaluation):
         active_set_solves / active_set_fallbacks (node QPs solved by the warm-started active-set
         method / handed to the interior point or coordinate descent after it failed).
         """
-        from .heuristics import kick_search, swap_search
-
-        t0 = time.perf_counter()
-        deadline = t0 + (float(time_limit) if time_limit is not None else math.inf)
-        out_log = log if log is not None else sys.stderr
-        best = {"value": math.inf, "coef": None, "w": None, "b": 0.0, "source": "", "time": None}
-        trajectory = []           # (seconds, Φ) of every improving incumbent, in the order found
-        heur = {"time": 0.0}
-
-        def offer(vec=None, b=None, source="", raw=None, norm2=None, ph=None, is_w=False):
-            """Score a point (dual coefficients, or primal w with ``is_w``) by Φ; keep it when it
-            improves the incumbent."""
-            if ph is None:
-                if is_w:
-                    ph = self.phi(vec)
-                else:
-                    if raw is None:
-                        raw = self.Kv(vec)
-                        norm2 = float(vec @ raw)
-                    ph = self.phi_raw(raw, norm2)
-            val, bb = ph
-            if val < best["value"] - 1e-12 * max(1.0, abs(val)):
-                best.update(value=val, b=bb, source=source, time=time.perf_counter() - t0,
-                            coef=None if is_w else np.array(vec, dtype=float), w=np.array(vec) if is_w else None)
-                trajectory.append((best["time"], float(val)))
-                return True
-            return False
-
-        def budget_ok():
-            return heur["time"] < heuristic_share * (time.perf_counter() - t0) + 1.0
-
-        def polish(raw, source):
-            """Alternation from ``raw``, then the swap search from an improved incumbent."""
-            th = time.perf_counter()
-            improved = False
-            try:
-                if heuristic is not None and raw is not None:
-                    r = heuristic(raw)
-                    if r is not None:
-                        improved |= offer(np.asarray(r[0], dtype=float), r[1], source)
-                if swap and (improved or raw is None):
-                    start_raw = self.Kv(best["coef"]) if best["coef"] is not None else self.X @ best["w"]
-                    s = swap_search(self, start_raw, min(deadline, th + max(2.0, 0.1 * (th - t0))))
-                    if s is not None:
-                        improved |= offer(s[1], s[2], "swap")
-            except KeyboardInterrupt:
-                raise
-            except Exception:  # noqa: BLE001 - a failed local search never stops the proof
-                pass
-            heur["time"] += time.perf_counter() - th
-            return improved
-
-        history = []
-        last = {"hist": -math.inf, "log": -math.inf}
-        queue = NodeQueue()
-        closed = [math.inf]       # smallest bound of the nodes closed so far (part of the proof)
-        queue.push(Node(-math.inf, self.wit0.copy(), np.zeros(self.n), 0, -1))
-        stats = {"nodes": 0, "iters": 0, "root": None, "closed": 0, "kicks": 0, "next_kick": kick_every,
-                 "kick_gap": kick_every, "active": 0, "fallback": 0}
+        run = _Search(self, time_limit=time_limit, mip_gap=mip_gap, abs_gap=abs_gap, heuristic=heuristic, swap=swap,
+                      dive_every=dive_every, heuristic_share=heuristic_share, verbose=verbose, log_every=log_every,
+                      history_every=history_every, log=log, kick_every=kick_every, kick_size=kick_size, seed=seed)
+        run.header(workers)
         termination = "optimal"
-
-        def lower():
-            return min(queue.min_bound(), closed[0], best["value"])
-
-        def record(force=False):
-            now = time.perf_counter() - t0
-            if force or now - last["hist"] >= history_every:
-                lb, ub = lower(), best["value"]
-                history.append({"time": now, "nodes": stats["nodes"], "lower": lb, "upper": ub,
-                                "gap": relative_gap(ub, lb), "open": len(queue)})
-                last["hist"] = now
-            if verbose and (force or now - last["log"] >= log_every):
-                lb, ub = lower(), best["value"]
-                print(f"{now:9.1f}s {stats['nodes']:10d} {len(queue):9d} {ub:14.7g} {lb:14.7g} "
-                      f"{100 * relative_gap(ub, lb):8.3f}%", file=out_log, flush=True)
-                last["log"] = now
-
-        def eps():
-            return max(abs_gap, mip_gap * abs(best["value"])) if math.isfinite(best["value"]) else abs_gap
-
-        def closes(bound):
-            return bound >= best["value"] - eps()
-
-        def apply(node, res):
-            """Book a node's evaluation: incumbent, closing, children."""
-            stats["nodes"] += 1
-            stats["iters"] += res["iterations"]
-            solved, failed = res.get("active_set", (0, 0))
-            stats["active"] += solved
-            stats["fallback"] += failed
-            if stats["root"] is None:
-                stats["root"] = res["bound"]
-            improved = offer(res["coef"], None, "node", ph=res["phi"])
-            if "dive" in res:
-                heur["time"] += res.get("dive_seconds", 0.0)
-                v, c, b = res["dive"]
-                if offer(c, b, "dive", ph=(v, b)) and swap and budget_ok() and time.perf_counter() < deadline:
-                    polish(None, "dive")
-            if improved and budget_ok() and time.perf_counter() < deadline:
-                polish(res["raw"], "node")
-            if res["action"] == "close" or closes(res["bound"]):
-                closed[0] = min(closed[0], res["bound"])
-                stats["closed"] += 1
-                return
-            # candidates ruled out by reduced-cost fixing: their bounds reached the incumbent
-            closed[0] = min(closed[0], res["out_bound"])
-            base = node.wit.copy()
-            base[res["forced_bags"]] = res["forced_rows"]
-            for r_, cb in zip(res["rows"].tolist(), res["child_bounds"].tolist()):
-                if closes(cb):
-                    closed[0] = min(closed[0], cb)
-                    continue
-                cw = base.copy()
-                if res["bag"] >= 0:
-                    cw[res["bag"]] = r_
-                queue.push(Node(cb, cw, res["alpha"], node.depth + 1, r_, res["out"]))
-
-        def wants_dive(j):
-            """Whether the j-th node of the next round runs a dive (every ``dive_every``-th node,
-            within the heuristic time share)."""
-            k = stats["nodes"] + j
-            return bool(dive_every) and k % dive_every == 0 and budget_ok()
-
-        pending = [None]          # a round of the iterated local search running in a worker
-
-        def kick_done(r):
-            """Offer a round's result; the interval doubles after a round that finds nothing
-            (and is reset by one that does)."""
-            found = r is not None and offer(r[1], r[2], "kick")
-            stats["kick_gap"] = kick_every if found else 2 * stats["kick_gap"]
-            stats["next_kick"] = stats["nodes"] + stats["kick_gap"]
-
-        def kick_round(length=1.0, first=False):
-            """``length`` seconds of the iterated local search from the incumbent: in a worker
-            while the others evaluate nodes (parallel search), else here.  ``first``: the
-            starts' own round, seeded as it is in a serial run."""
-            stats["kicks"] += 1
-            th = time.perf_counter()
-            seconds = min(length, deadline - th)
-            round_seed = seed if first else seed + stats["kicks"]
-            try:
-                start_raw = self.Kv(best["coef"]) if best["coef"] is not None else self.X @ best["w"]
-                if pool is not None:
-                    pending[0] = pool.kick(start_raw, seconds, round_seed, kick_size)
-                    heur["time"] += seconds
-                    return
-                kick_done(kick_search(self, start_raw, th + seconds, seed=round_seed, kick=kick_size))
-            except KeyboardInterrupt:
-                raise
-            except Exception:  # noqa: BLE001 - a failed local search never stops the proof
-                pass
-            heur["time"] += time.perf_counter() - th
-
-        pool = None
-        if verbose:
-            node_qp = f"active set, {self.qp} on failure" if self.active_set else self.qp
-            print(f"bnb: {self.B} bags, {self.n} instances, {int(self.ypos.sum())} positive bags "
-                  f"({int(np.sum(self.sizes[self.pos_bags]))} witness candidates); node QP {node_qp}; "
-                  f"workers {workers}", file=out_log)
-            print(f"{'time':>10} {'nodes':>10} {'open':>9} {'incumbent':>14} {'bound':>14} {'gap':>9}",
-                  file=out_log, flush=True)
         try:
-            for k, (vec, b) in enumerate(incumbents):
-                if offer(np.asarray(vec, dtype=float), b, "start") and incumbent_times is not None:
-                    # a start found before the search: its own time (negative: before the search began)
-                    best["time"] = float(incumbent_times[k])
-                    trajectory[-1] = (best["time"], trajectory[-1][1])
-            for w, b in primal_incumbents:
-                offer(np.asarray(w, dtype=float), b, "start", is_w=True)
-            if start_swap and swap and best["value"] < math.inf and time.perf_counter() < deadline:
-                _swap_only(self, best, offer, deadline, heur, t0)
+            run.offer_starts(incumbents, incumbent_times, primal_incumbents, start_swap)
             if workers > 1 or scheduler:
-                from .parallel import NodePool
-
-                # connecting to a cluster counts against the time limit (dask waits 30 s at most)
-                pool = NodePool(self, workers, scheduler, timeout=min(30.0, deadline - time.perf_counter()))
-                if first_kick > 0 and best["value"] < math.inf:
-                    kick_round(first_kick, first=True)
-            while queue:
-                if closes(queue.min_bound()):
-                    break
-                if time.perf_counter() > deadline and stats["nodes"]:
-                    # (the root is evaluated whatever the time left: its QP stops at the
-                    # deadline, and its bound is the proof's starting point)
-                    termination = "time_limit"
-                    break
-                if node_limit is not None and stats["nodes"] >= node_limit:
-                    termination = "iteration_limit"
-                    break
-                if pool is None:
-                    node = queue.pop()
-                    res = self.evaluate(node, best["value"], eps(), deadline, dive=wants_dive(0))
-                    apply(node, res)
-                else:
-                    k = batch or 8 * workers
-                    if node_limit is not None:
-                        k = min(k, node_limit - stats["nodes"])
-                    nodes = [queue.pop() for _ in range(min(k, len(queue)))]
-                    nodes = [nd for nd in nodes if not closes(nd.bound) or closed.__setitem__(
-                        0, min(closed[0], nd.bound))]
-                    dives = [wants_dive(j) for j in range(len(nodes))]
-                    for node, res in zip(nodes, pool.evaluate(nodes, best["value"], eps(), deadline, dives)):
-                        apply(node, res)
-                if pending[0] is not None and pending[0].ready():
-                    kick_done(pending[0].get())
-                    pending[0] = None
-                if (kick_every and pending[0] is None and stats["nodes"] >= stats["next_kick"]
-                        and best["value"] < math.inf and budget_ok() and time.perf_counter() < deadline):
-                    kick_round()
-                record()
+                run.open_pool(workers, scheduler, first_kick)
+            termination = run.loop(node_limit, workers, batch)
         except KeyboardInterrupt:
             termination = "interrupted"
         finally:
-            if pool is not None:
-                if pending[0] is not None and pending[0].ready():
-                    kick_done(pending[0].get())
-                pool.close()
-        lb = lower()
+            run.close_pool()
+        return run.result(termination)
+
+
+class _Search:
+    """The state of one run of :meth:`MISVMBranchAndBound.solve` and its steps.
+
+    The incumbent (``best``: Φ, point, source, time) with its trajectory, the open nodes
+    (``queue``) and the smallest bound of the nodes closed so far (``closed``: with the queue's
+    smallest bound, the proof's lower bound), the counters (``stats``), the time spent in primal
+    heuristics (``heur``) and the recorded history.  Parameters as in
+    :meth:`MISVMBranchAndBound.solve`.
+    """
+
+    def __init__(self, eng, time_limit, mip_gap, abs_gap, heuristic, swap, dive_every, heuristic_share, verbose,
+                 log_every, history_every, log, kick_every, kick_size, seed):
+        self.eng = eng
+        self.mip_gap, self.abs_gap = mip_gap, abs_gap
+        self.heuristic, self.swap, self.dive_every, self.heuristic_share = heuristic, swap, dive_every, heuristic_share
+        self.verbose, self.log_every, self.history_every = verbose, log_every, history_every
+        self.kick_every, self.kick_size, self.seed = kick_every, kick_size, seed
+        self.t0 = time.perf_counter()
+        self.deadline = self.t0 + (float(time_limit) if time_limit is not None else math.inf)
+        self.out_log = log if log is not None else sys.stderr
+        self.best = {"value": math.inf, "coef": None, "w": None, "b": 0.0, "source": "", "time": None}
+        self.trajectory = []      # (seconds, Φ) of every improving incumbent, in the order found
+        self.heur = {"time": 0.0}
+        self.history = []
+        self.last = {"hist": -math.inf, "log": -math.inf}
+        self.queue = NodeQueue()
+        self.closed = [math.inf]  # smallest bound of the nodes closed so far (part of the proof)
+        self.queue.push(Node(-math.inf, eng.wit0.copy(), np.zeros(eng.n), 0, -1))
+        self.stats = {"nodes": 0, "iters": 0, "root": None, "closed": 0, "kicks": 0, "next_kick": kick_every,
+                      "kick_gap": kick_every, "active": 0, "fallback": 0}
+        self.pool = None
+        self.pending = [None]     # a round of the iterated local search running in a worker
+
+    # ------------------------------------------------------------- incumbent
+    def offer(self, vec=None, b=None, source="", raw=None, norm2=None, ph=None, is_w=False):
+        """Score a point (dual coefficients, or primal w with ``is_w``) by Φ; keep it when it
+        improves the incumbent."""
+        eng, best = self.eng, self.best
+        if ph is None:
+            if is_w:
+                ph = eng.phi(vec)
+            else:
+                if raw is None:
+                    raw = eng.Kv(vec)
+                    norm2 = float(vec @ raw)
+                ph = eng.phi_raw(raw, norm2)
+        val, bb = ph
+        if val < best["value"] - 1e-12 * max(1.0, abs(val)):
+            best.update(value=val, b=bb, source=source, time=time.perf_counter() - self.t0,
+                        coef=None if is_w else np.array(vec, dtype=float), w=np.array(vec) if is_w else None)
+            self.trajectory.append((best["time"], float(val)))
+            return True
+        return False
+
+    def incumbent_raw(self):
+        """Scores K coef (or X w) of the incumbent."""
+        best = self.best
+        return self.eng.Kv(best["coef"]) if best["coef"] is not None else self.eng.X @ best["w"]
+
+    def budget_ok(self):
+        return self.heur["time"] < self.heuristic_share * (time.perf_counter() - self.t0) + 1.0
+
+    def polish(self, raw, source):
+        """Alternation from ``raw``, then the swap search from an improved incumbent."""
+        from .heuristics import swap_search
+
+        th = time.perf_counter()
+        improved = False
+        try:
+            if self.heuristic is not None and raw is not None:
+                r = self.heuristic(raw)
+                if r is not None:
+                    improved |= self.offer(np.asarray(r[0], dtype=float), r[1], source)
+            if self.swap and (improved or raw is None):
+                s = swap_search(self.eng, self.incumbent_raw(), min(self.deadline, th + max(2.0, 0.1 * (th - self.t0))))
+                if s is not None:
+                    improved |= self.offer(s[1], s[2], "swap")
+        except KeyboardInterrupt:
+            raise
+        except Exception:  # noqa: BLE001 - a failed local search never stops the proof
+            pass
+        self.heur["time"] += time.perf_counter() - th
+        return improved
+
+    def offer_starts(self, incumbents, incumbent_times, primal_incumbents, start_swap):
+        """The known points (dual, then primal), then the swap search from the best of them."""
+        best = self.best
+        for k, (vec, b) in enumerate(incumbents):
+            if self.offer(np.asarray(vec, dtype=float), b, "start") and incumbent_times is not None:
+                # a start found before the search: its own time (negative: before the search began)
+                best["time"] = float(incumbent_times[k])
+                self.trajectory[-1] = (best["time"], self.trajectory[-1][1])
+        for w, b in primal_incumbents:
+            self.offer(np.asarray(w, dtype=float), b, "start", is_w=True)
+        if start_swap and self.swap and best["value"] < math.inf and time.perf_counter() < self.deadline:
+            self.swap_only()
+
+    def swap_only(self):
+        """The swap search from the starting incumbent."""
+        from .heuristics import swap_search
+
+        th = time.perf_counter()
+        try:
+            # ten seconds whatever the time limit (the starts' schedule does not depend on it)
+            s = swap_search(self.eng, self.incumbent_raw(), min(self.deadline, th + 10.0))
+            if s is not None:
+                self.offer(s[1], s[2], "swap")
+        except KeyboardInterrupt:
+            raise
+        except Exception:  # noqa: BLE001
+            pass
+        self.heur["time"] += time.perf_counter() - th
+
+    # ------------------------------------------------------------- the proof
+    def lower(self):
+        return min(self.queue.min_bound(), self.closed[0], self.best["value"])
+
+    def eps(self):
+        v = self.best["value"]
+        return max(self.abs_gap, self.mip_gap * abs(v)) if math.isfinite(v) else self.abs_gap
+
+    def closes(self, bound):
+        return bound >= self.best["value"] - self.eps()
+
+    def record(self, force=False):
+        now = time.perf_counter() - self.t0
+        if force or now - self.last["hist"] >= self.history_every:
+            lb, ub = self.lower(), self.best["value"]
+            self.history.append({"time": now, "nodes": self.stats["nodes"], "lower": lb, "upper": ub,
+                                 "gap": relative_gap(ub, lb), "open": len(self.queue)})
+            self.last["hist"] = now
+        if self.verbose and (force or now - self.last["log"] >= self.log_every):
+            lb, ub = self.lower(), self.best["value"]
+            print(f"{now:9.1f}s {self.stats['nodes']:10d} {len(self.queue):9d} {ub:14.7g} {lb:14.7g} "
+                  f"{100 * relative_gap(ub, lb):8.3f}%", file=self.out_log, flush=True)
+            self.last["log"] = now
+
+    def header(self, workers):
+        """The verbose log's first lines."""
+        if not self.verbose:
+            return
+        eng = self.eng
+        node_qp = f"active set, {eng.qp} on failure" if eng.active_set else eng.qp
+        print(f"bnb: {eng.B} bags, {eng.n} instances, {int(eng.ypos.sum())} positive bags "
+              f"({int(np.sum(eng.sizes[eng.pos_bags]))} witness candidates); node QP {node_qp}; "
+              f"workers {workers}", file=self.out_log)
+        print(f"{'time':>10} {'nodes':>10} {'open':>9} {'incumbent':>14} {'bound':>14} {'gap':>9}",
+              file=self.out_log, flush=True)
+
+    # ------------------------------------------------------------- nodes
+    def apply(self, node, res):
+        """Book a node's evaluation: incumbent, closing, children."""
+        stats, closed = self.stats, self.closed
+        stats["nodes"] += 1
+        stats["iters"] += res["iterations"]
+        solved, failed = res.get("active_set", (0, 0))
+        stats["active"] += solved
+        stats["fallback"] += failed
+        if stats["root"] is None:
+            stats["root"] = res["bound"]
+        improved = self.offer(res["coef"], None, "node", ph=res["phi"])
+        if "dive" in res:
+            self.heur["time"] += res.get("dive_seconds", 0.0)
+            v, c, b = res["dive"]
+            if (self.offer(c, b, "dive", ph=(v, b)) and self.swap and self.budget_ok()
+                    and time.perf_counter() < self.deadline):
+                self.polish(None, "dive")
+        if improved and self.budget_ok() and time.perf_counter() < self.deadline:
+            self.polish(res["raw"], "node")
+        if res["action"] == "close" or self.closes(res["bound"]):
+            closed[0] = min(closed[0], res["bound"])
+            stats["closed"] += 1
+            return
+        # candidates ruled out by reduced-cost fixing: their bounds reached the incumbent
+        closed[0] = min(closed[0], res["out_bound"])
+        base = node.wit.copy()
+        base[res["forced_bags"]] = res["forced_rows"]
+        for r_, cb in zip(res["rows"].tolist(), res["child_bounds"].tolist()):
+            if self.closes(cb):
+                closed[0] = min(closed[0], cb)
+                continue
+            cw = base.copy()
+            if res["bag"] >= 0:
+                cw[res["bag"]] = r_
+            self.queue.push(Node(cb, cw, res["alpha"], node.depth + 1, r_, res["out"]))
+
+    def wants_dive(self, j):
+        """Whether the j-th node of the next round runs a dive (every ``dive_every``-th node,
+        within the heuristic time share)."""
+        k = self.stats["nodes"] + j
+        return bool(self.dive_every) and k % self.dive_every == 0 and self.budget_ok()
+
+    def loop(self, node_limit, workers, batch):
+        """Best-bound rounds until the proof closes or a limit is reached: the termination."""
+        queue, stats, best = self.queue, self.stats, self.best
+        while queue:
+            if self.closes(queue.min_bound()):
+                break
+            if time.perf_counter() > self.deadline and stats["nodes"]:
+                # (the root is evaluated whatever the time left: its QP stops at the
+                # deadline, and its bound is the proof's starting point)
+                return "time_limit"
+            if node_limit is not None and stats["nodes"] >= node_limit:
+                return "iteration_limit"
+            if self.pool is None:
+                node = queue.pop()
+                res = self.eng.evaluate(node, best["value"], self.eps(), self.deadline, dive=self.wants_dive(0))
+                self.apply(node, res)
+            else:
+                self.parallel_round(node_limit, workers, batch)
+            if self.pending[0] is not None and self.pending[0].ready():
+                self.kick_done(self.pending[0].get())
+                self.pending[0] = None
+            if (self.kick_every and self.pending[0] is None and stats["nodes"] >= stats["next_kick"]
+                    and best["value"] < math.inf and self.budget_ok() and time.perf_counter() < self.deadline):
+                self.kick_round()
+            self.record()
+        return "optimal"
+
+    def parallel_round(self, node_limit, workers, batch):
+        """The best open nodes (``batch``, default 8 per worker) evaluated by the pool."""
+        closed = self.closed
+        k = batch or 8 * workers
+        if node_limit is not None:
+            k = min(k, node_limit - self.stats["nodes"])
+        nodes = [self.queue.pop() for _ in range(min(k, len(self.queue)))]
+        nodes = [nd for nd in nodes if not self.closes(nd.bound) or closed.__setitem__(
+            0, min(closed[0], nd.bound))]
+        dives = [self.wants_dive(j) for j in range(len(nodes))]
+        for node, res in zip(nodes, self.pool.evaluate(nodes, self.best["value"], self.eps(), self.deadline, dives)):
+            self.apply(node, res)
+
+    # ------------------------------------------------------------- iterated local search
+    def kick_done(self, r):
+        """Offer a round's result; the interval doubles after a round that finds nothing
+        (and is reset by one that does)."""
+        stats = self.stats
+        found = r is not None and self.offer(r[1], r[2], "kick")
+        stats["kick_gap"] = self.kick_every if found else 2 * stats["kick_gap"]
+        stats["next_kick"] = stats["nodes"] + stats["kick_gap"]
+
+    def kick_round(self, length=1.0, first=False):
+        """``length`` seconds of the iterated local search from the incumbent: in a worker
+        while the others evaluate nodes (parallel search), else here.  ``first``: the
+        starts' own round, seeded as it is in a serial run."""
+        from .heuristics import kick_search
+
+        self.stats["kicks"] += 1
+        th = time.perf_counter()
+        seconds = min(length, self.deadline - th)
+        round_seed = self.seed if first else self.seed + self.stats["kicks"]
+        try:
+            start_raw = self.incumbent_raw()
+            if self.pool is not None:
+                self.pending[0] = self.pool.kick(start_raw, seconds, round_seed, self.kick_size)
+                self.heur["time"] += seconds
+                return
+            self.kick_done(kick_search(self.eng, start_raw, th + seconds, seed=round_seed, kick=self.kick_size))
+        except KeyboardInterrupt:
+            raise
+        except Exception:  # noqa: BLE001 - a failed local search never stops the proof
+            pass
+        self.heur["time"] += time.perf_counter() - th
+
+    # ------------------------------------------------------------- worker pool
+    def open_pool(self, workers, scheduler, first_kick):
+        """Processes (or a dask cluster) evaluating rounds of open nodes; ``first_kick`` seconds of
+        the iterated local search from the best start in one of them."""
+        from .parallel import NodePool
+
+        # connecting to a cluster counts against the time limit (dask waits 30 s at most)
+        self.pool = NodePool(self.eng, workers, scheduler, timeout=min(30.0, self.deadline - time.perf_counter()))
+        if first_kick > 0 and self.best["value"] < math.inf:
+            self.kick_round(first_kick, first=True)
+
+    def close_pool(self):
+        """Collect a finished round of the local search, then stop the pool."""
+        if self.pool is not None:
+            if self.pending[0] is not None and self.pending[0].ready():
+                self.kick_done(self.pending[0].get())
+            self.pool.close()
+
+    # ------------------------------------------------------------- the record
+    def result(self, termination):
+        """The record :meth:`MISVMBranchAndBound.solve` returns."""
+        eng, best, stats = self.eng, self.best, self.stats
+        lb = self.lower()
         ub = best["value"]
-        if termination == "optimal" and not closes(lb):
+        if termination == "optimal" and not self.closes(lb):
             termination = "time_limit"
-        record(force=True)
+        self.record(force=True)
         w, coef = best["w"], best["coef"]
-        if not self.kernel and w is None and coef is not None:
-            w = self.X.T @ coef
+        if not eng.kernel and w is None and coef is not None:
+            w = eng.X.T @ coef
         return {"w": w, "coef": coef, "b": best["b"], "objective": ub, "bound": lb, "nodes": stats["nodes"],
-                "iterations": stats["iters"], "termination": termination, "history": history,
-                "root_bound": stats["root"], "open_nodes": len(queue), "seconds": time.perf_counter() - t0,
+                "iterations": stats["iters"], "termination": termination, "history": self.history,
+                "root_bound": stats["root"], "open_nodes": len(self.queue), "seconds": time.perf_counter() - self.t0,
                 "incumbent_source": best["source"], "incumbent_time": best["time"],
-                "heuristic_search_seconds": heur["time"], "closed_nodes": stats["closed"],
+                "heuristic_search_seconds": self.heur["time"], "closed_nodes": stats["closed"],
                 "active_set_solves": stats["active"], "active_set_fallbacks": stats["fallback"],
-                "trajectory": trajectory}
-
-
-def _swap_only(eng, best, offer, deadline, heur, t0):
-    """The swap search from the starting incumbent."""
-    from .heuristics import swap_search
-
-    th = time.perf_counter()
-    try:
-        raw = eng.Kv(best["coef"]) if best["coef"] is not None else eng.X @ best["w"]
-        # ten seconds whatever the time limit (the starts' schedule does not depend on it)
-        s = swap_search(eng, raw, min(deadline, th + 10.0))
-        if s is not None:
-            offer(s[1], s[2], "swap")
-    except KeyboardInterrupt:
-        raise
-    except Exception:  # noqa: BLE001
-        pass
-    heur["time"] += time.perf_counter() - th
+                "trajectory": self.trajectory}

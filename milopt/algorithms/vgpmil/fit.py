@@ -156,40 +156,12 @@ def fit_vgpmil(X, ptr, y, *, Z=None, n_inducing=200, inducing_init="kmeans", var
         return _fit_vgpmil(X, ptr, y, **kw)
 
 
-def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscale, H, theta, alpha, beta, max_iter, tol,
-                pi_steps, pi_init, warmup, emax, damping, jitter, validation, patience, bag_rule, learn_kernel, kernel_steps,
-                kernel_bound, logz_samples, time_limit, random_state, verbose, mean="zero"):
-    t_start = time.perf_counter()
-    X, ptr, y = _check_inputs(X, ptr, y)
-    gsm = make_gsm(theta, alpha, beta)
+def _check_options(H, variance, emax, damping, kernel_bound, mean, gsm):
+    """One clear error for an option out of its range."""
     if not (H > 1):
         raise InvalidParameterError(f"H: the bag likelihood needs H > 1, got {H}")
     if not variance > 0:
         raise InvalidParameterError(f"variance: must be > 0, got {variance}")
-    if lengthscale is None:
-        lengthscale = median_sq_distance(X, random_state=random_state)
-    if not lengthscale > 0:
-        raise InvalidParameterError(f"lengthscale: must be > 0, got {lengthscale}")
-    logH = math.log(H)                                      # inf when H = inf
-    sizes = np.diff(ptr)
-    T_inst = np.repeat(y, sizes).astype(float)
-    if Z is None:
-        Z = inducing_points(X, n_inducing, inducing_init, random_state)
-    Z = np.asarray(Z, dtype=float)
-    M = Z.shape[0]
-
-    def kernel_factors(variance, lengthscale):
-        Kzz = rbf_kernel(Z, Z, variance, lengthscale)
-        Kzz[np.diag_indices(M)] += jitter * variance
-        L = np.linalg.cholesky(Kzz)
-        B = solve_triangular(L, rbf_kernel(Z, X, variance, lengthscale), lower=True, check_finite=False)  # M×N
-        cond_var = np.maximum(variance - (B * B).sum(0), 0.0)    # k_nn - Q_nn with the actual k(x, x) = v
-        return L, B, cond_var
-
-    L, B, cond_var = kernel_factors(variance, lengthscale)
-    bounds = [(math.log(variance) - 4.6, math.log(variance) + 4.6), (math.log(lengthscale) - 4.6,
-                                                                   math.log(lengthscale) + 4.6)]
-
     if emax not in ("max", "exact"):
         raise InvalidParameterError(f"emax: expected 'max' or 'exact', got {emax!r}")
     if not (0.0 < damping <= 1.0):
@@ -202,14 +174,137 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
         # without log Z the bound grows without limit as m₀ → −∞ when ψ ≠ φ (e^{−f/2}ψ(f) is unbounded)
         raise InvalidParameterError("mean: 'constant' needs the logistic likelihood (theta='pg'); for other ψ the "
                                     "bound is unbounded in m₀ without log Z: use mean='zero'")
+
+
+def _kernel_inputs(X, Z, n_inducing, inducing_init, lengthscale, random_state):
+    """(l, Z): the length scale (default: the median squared distance) and the inducing inputs
+    (default: ``n_inducing`` points of :func:`inducing_points`)."""
+    if lengthscale is None:
+        lengthscale = median_sq_distance(X, random_state=random_state)
+    if not lengthscale > 0:
+        raise InvalidParameterError(f"lengthscale: must be > 0, got {lengthscale}")
+    if Z is None:
+        Z = inducing_points(X, n_inducing, inducing_init, random_state)
+    return lengthscale, np.asarray(Z, dtype=float)
+
+
+def _initial_pi(pi_init, T_inst, random_state):
+    """Initial q(y_n = 1): the bag label, ½ in positive bags, or U(0, 1) draws (Algorithm 1, line 2)."""
     if pi_init == "label":
-        pi = T_inst.copy()
-    elif pi_init == "half":
-        pi = 0.5 * T_inst
-    elif pi_init == "random":                               # Algorithm 1, line 2: π_n ~ U(0, 1)
-        pi = np.random.default_rng(random_state).uniform(0.0, 1.0, X.shape[0])
+        return T_inst.copy()
+    if pi_init == "half":
+        return 0.5 * T_inst
+    if pi_init == "random":                                 # Algorithm 1, line 2: π_n ~ U(0, 1)
+        return np.random.default_rng(random_state).uniform(0.0, 1.0, T_inst.shape[0])
+    raise InvalidParameterError(f"pi_init: expected 'label', 'half' or 'random', got {pi_init!r}")
+
+
+def _kernel_factors(X, Z, variance, lengthscale, jitter):
+    r"""(L, B, k_nn − Q_nn): L Lᵀ = K_ZZ + jitter·v·I, B = L⁻¹K_ZX (M×N) and the conditional
+    variances :math:`k_{nn} - Q_{nn}` with the actual k(x, x) = v."""
+    M = Z.shape[0]
+    Kzz = rbf_kernel(Z, Z, variance, lengthscale)
+    Kzz[np.diag_indices(M)] += jitter * variance
+    L = np.linalg.cholesky(Kzz)
+    B = solve_triangular(L, rbf_kernel(Z, X, variance, lengthscale), lower=True, check_finite=False)  # M×N
+    cond_var = np.maximum(variance - (B * B).sum(0), 0.0)
+    return L, B, cond_var
+
+
+def _update_qu(B, th, pi, mean, m0, eye):
+    r"""q(u) in whitened coordinates (eq. 27): :math:`\tilde S^{-1} = I + B\Theta B^\top = R R^\top`,
+    :math:`\tilde m = \tilde S B(\pi - \tfrac12)`; with ``mean='constant'`` (m̃, m₀) jointly.
+    Returns (R, m̃, m₀), or None when θ(c) is not finite and positive (the fit diverged)."""
+    P = eye + (B * th) @ B.T
+    try:
+        R = np.linalg.cholesky(P) if np.all(np.isfinite(th)) else None
+    except np.linalg.LinAlgError:
+        R = None
+    if R is None:
+        return None
+    a = pi - 0.5
+    if mean == "constant":
+        # (m̃, m₀) jointly maximise the bound's quadratic Σ[a_n f̄_n − ½θ_n f̄_n²] − ½‖m̃‖², f̄ = Bᵀm̃ + m₀:
+        # Schur complement of [[I + BΘBᵀ, BΘ1], [1ᵀΘBᵀ, 1ᵀΘ1]] (positive: 1ᵀ(Θ⁻¹ + BᵀB)⁻¹1)
+        g = B @ th
+        Pa = cho_solve((R, True), B @ a, check_finite=False)
+        Pg = cho_solve((R, True), g, check_finite=False)
+        m0 = float((a.sum() - g @ Pa) / (th.sum() - g @ Pg))
+        mw = Pa - m0 * Pg
     else:
-        raise InvalidParameterError(f"pi_init: expected 'label', 'half' or 'random', got {pi_init!r}")
+        mw = cho_solve((R, True), B @ a, check_finite=False)
+    return R, mw, m0
+
+
+def _update_qomega(B, R, mw, m0, cond_var, eye):
+    r"""q(ω) (eq. 26): :math:`c^2 = \mathrm E[f^2] = \mu^2 + k_{nn} - Q_{nn} + b_n^\top\tilde S b_n`
+    (S̃ = (R Rᵀ)⁻¹, a GEMM instead of a TRSM). Returns (S̃, μ, c)."""
+    St = cho_solve((R, True), eye, check_finite=False)
+    mu = B.T @ mw + m0
+    s2 = cond_var + np.einsum("mn,mn->n", B, St @ B)
+    return St, mu, np.sqrt(mu * mu + s2)
+
+
+def _update_qy(pi, mu, T_inst, ptr, logH, y, emax, pi_steps, damping, in_warmup):
+    """q(y) (eq. 25): monotone π block steps (none during the warm-up). Returns (π, max |Δπ|, step)."""
+    dpi = 0.0
+    step = 1.0
+    for _ in range(0 if in_warmup else (1 if emax == "max" else max(1, pi_steps))):
+        if emax == "max":
+            new, step = _pi_update_max(pi, mu, T_inst, ptr, logH, damping)
+        else:
+            new, step = _pi_update(pi, mu, T_inst, ptr, logH, y)
+        dpi = max(dpi, float(np.max(np.abs(new - pi))))
+        pi = new
+    return pi, dpi, step
+
+
+def _elbo(St, mw, R, mu, c, pi, gsm, T_inst, ptr, logH, y, H):
+    """(KL(q(u) ‖ p(u)), ELBO) with c tight (the θ terms cancel)."""
+    M = mw.shape[0]
+    kl = 0.5 * (float(np.trace(St)) + float(mw @ mw) - M + 2.0 * float(np.log(np.diag(R)).sum()))
+    elbo = (-0.5 * float(mu.sum()) + float(gsm.log_psi(c).sum()) + gsm.const * mu.shape[0] - kl
+            + _pi_block(pi, mu, T_inst, ptr, logH, y) - (ptr.size - 1) * math.log1p(1.0 / H))
+    return kl, elbo
+
+
+def _validation_auc(post, validation, bag_rule):
+    """AUC of the validation bags' scores (largest instance probability or the noisy-or logit)."""
+    from sklearn.metrics import roc_auc_score
+
+    Xv, pv, yv = validation
+    pb, _, logit, p_inst, _ = post.bag_proba(Xv, pv)
+    score = segment_max(p_inst, np.asarray(pv)) if bag_rule == "max" else logit
+    return float(roc_auc_score(yv, score)) if np.unique(yv).size == 2 else float("nan")
+
+
+def _kernel_step(X, Z, L, mw, St, th, pi, variance, lengthscale, jitter, kernel_steps, bounds, gsm, kernel_bound,
+                 logz_samples, seed, m0):
+    """Algorithm 1, line 8: (v, l, record) after the kernel step at fixed q(u) and π, with q(u) back in
+    the unwhitened coordinates m = L m̃, S = L S̃ Lᵀ (``elbo._learn_kernel``)."""
+    m_u = L @ mw
+    S_u = (L @ St) @ L.T
+    return _learn_kernel(X, Z, m_u, 0.5 * (S_u + S_u.T), th, pi - 0.5, variance, lengthscale, jitter, kernel_steps,
+                         bounds, gsm, kernel_bound, logz_samples, seed, mean=m0)
+
+
+def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscale, H, theta, alpha, beta, max_iter, tol,
+                pi_steps, pi_init, warmup, emax, damping, jitter, validation, patience, bag_rule, learn_kernel, kernel_steps,
+                kernel_bound, logz_samples, time_limit, random_state, verbose, mean="zero"):
+    """Algorithm 1: per epoch θ(c) (eq. 28), q(u) (eq. 27), q(ω) (eq. 26), q(y) (eq. 25), the ELBO,
+    then the kernel step (line 8)."""
+    t_start = time.perf_counter()
+    X, ptr, y = _check_inputs(X, ptr, y)
+    gsm = make_gsm(theta, alpha, beta)
+    _check_options(H, variance, emax, damping, kernel_bound, mean, gsm)
+    lengthscale, Z = _kernel_inputs(X, Z, n_inducing, inducing_init, lengthscale, random_state)
+    logH = math.log(H)                                      # inf when H = inf
+    T_inst = np.repeat(y, np.diff(ptr)).astype(float)
+    M = Z.shape[0]
+    L, B, cond_var = _kernel_factors(X, Z, variance, lengthscale, jitter)
+    bounds = [(math.log(variance) - 4.6, math.log(variance) + 4.6), (math.log(lengthscale) - 4.6,
+                                                                   math.log(lengthscale) + 4.6)]
+    pi = _initial_pi(pi_init, T_inst, random_state)
     c = np.sqrt(np.full(X.shape[0], variance))              # prior E[f²] = v
     m0 = 0.0
     history = []
@@ -223,61 +318,23 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
     post = None
     warmup_end = int(warmup)
     for it in range(1, max_iter + 1):
-        # q(u): S̃⁻¹ = I + B Θ Bᵀ, m̃ = S̃ B (π − ½)
-        th = gsm.theta(c)
-        P = eye + (B * th) @ B.T
-        try:
-            R = np.linalg.cholesky(P) if np.all(np.isfinite(th)) else None
-        except np.linalg.LinAlgError:
-            R = None
-        if R is None:                            # θ(c) not finite and positive: the fit diverged
+        qu = _update_qu(B, gsm.theta(c), pi, mean, m0, eye)
+        if qu is None:                           # θ(c) not finite and positive: the fit diverged
             termination = _diverged(post)
             break
-        a = pi - 0.5
-        if mean == "constant":
-            # (m̃, m₀) jointly maximise the bound's quadratic Σ[a_n f̄_n − ½θ_n f̄_n²] − ½‖m̃‖², f̄ = Bᵀm̃ + m₀:
-            # Schur complement of [[I + BΘBᵀ, BΘ1], [1ᵀΘBᵀ, 1ᵀΘ1]] (positive: 1ᵀ(Θ⁻¹ + BᵀB)⁻¹1)
-            g = B @ th
-            Pa = cho_solve((R, True), B @ a, check_finite=False)
-            Pg = cho_solve((R, True), g, check_finite=False)
-            m0 = float((a.sum() - g @ Pa) / (th.sum() - g @ Pg))
-            mw = Pa - m0 * Pg
-        else:
-            mw = cho_solve((R, True), B @ a, check_finite=False)
-        # q(ω): c² = E[f²] = μ² + k_nn − Q_nn + b_nᵀ S̃ b_n  (S̃ = (R Rᵀ)⁻¹, a GEMM instead of a TRSM)
-        St = cho_solve((R, True), eye, check_finite=False)
-        mu = B.T @ mw + m0
-        s2 = cond_var + np.einsum("mn,mn->n", B, St @ B)
-        c = np.sqrt(mu * mu + s2)
+        R, mw, m0 = qu
+        St, mu, c = _update_qomega(B, R, mw, m0, cond_var, eye)
         if not np.all(np.isfinite(c)):           # latent mean or variance not finite: the fit diverged
             termination = _diverged(post)
             break
-        # q(y): monotone π block steps
-        dpi = 0.0
-        step = 1.0
         in_warmup = it <= warmup_end
-        for _ in range(0 if in_warmup else (1 if emax == "max" else max(1, pi_steps))):
-            if emax == "max":
-                new, step = _pi_update_max(pi, mu, T_inst, ptr, logH, damping)
-            else:
-                new, step = _pi_update(pi, mu, T_inst, ptr, logH, y)
-            dpi = max(dpi, float(np.max(np.abs(new - pi))))
-            pi = new
-        # ELBO (c tight: the θ terms cancel)
-        kl = 0.5 * (float(np.trace(St)) + float(mw @ mw) - M + 2.0 * float(np.log(np.diag(R)).sum()))
-        elbo = (-0.5 * float(mu.sum()) + float(gsm.log_psi(c).sum()) + gsm.const * X.shape[0] - kl
-                + _pi_block(pi, mu, T_inst, ptr, logH, y) - (ptr.size - 1) * math.log1p(1.0 / H))
+        pi, dpi, step = _update_qy(pi, mu, T_inst, ptr, logH, y, emax, pi_steps, damping, in_warmup)
+        kl, elbo = _elbo(St, mw, R, mu, c, pi, gsm, T_inst, ptr, logH, y, H)
         rec = {"iteration": it, "elbo": elbo, "objective": elbo, "kl": kl, "max_dpi": dpi, "pi_step": step, "mean": m0,
                "warmup": in_warmup, "seconds": time.perf_counter() - t_start}
         post = VGPMILPosterior(Z, float(variance), float(lengthscale), L, R, mw, jitter, m0)
         if validation is not None:
-            from sklearn.metrics import roc_auc_score
-
-            Xv, pv, yv = validation
-            pb, _, logit, p_inst, _ = post.bag_proba(Xv, pv)
-            score = segment_max(p_inst, np.asarray(pv)) if bag_rule == "max" else logit
-            auc = float(roc_auc_score(yv, score)) if np.unique(yv).size == 2 else float("nan")
-            rec["val_auc"] = auc
+            rec["val_auc"] = auc = _validation_auc(post, validation, bag_rule)
             if auc > best_auc + 1e-12:
                 best_auc, best, bad = auc, (post, pi.copy(), it), 0
             else:
@@ -301,25 +358,29 @@ def _fit_vgpmil(X, ptr, y, *, Z, n_inducing, inducing_init, variance, lengthscal
             termination = Termination.TIME_LIMIT
             break
         if learn_kernel and not in_warmup:
-            m_u = L @ mw
-            W = L @ St
-            S_u = W @ L.T
-            v_new, l_new, kinfo = _learn_kernel(X, Z, m_u, 0.5 * (S_u + S_u.T), gsm.theta(c), pi - 0.5, variance,
-                                                lengthscale, jitter, kernel_steps, bounds, gsm, kernel_bound,
-                                                logz_samples, random_state + it, mean=m0)
+            v_new, l_new, kinfo = _kernel_step(X, Z, L, mw, St, gsm.theta(c), pi, variance, lengthscale, jitter,
+                                               kernel_steps, bounds, gsm, kernel_bound, logz_samples,
+                                               random_state + it, m0)
             rec.update(kinfo)
             if (v_new, l_new) != (variance, lengthscale):
                 variance, lengthscale = v_new, l_new
-                L, B, cond_var = kernel_factors(variance, lengthscale)
+                L, B, cond_var = _kernel_factors(X, Z, variance, lengthscale, jitter)
                 prev = None                  # the bound moved: measure convergence afresh
         rec["variance"], rec["lengthscale"] = float(variance), float(lengthscale)
-    extra = {"n_inducing": M, "mean": float(post.mean), "variance": float(post.variance), "lengthscale": float(post.lengthscale), "H": float(H),
-             "theta": gsm.name, "alpha": float(alpha), "beta": float(beta)}
+    return _fit_result(post, pi, it, history, best, best_auc, validation, termination, gsm, H, alpha, beta, M,
+                       time.perf_counter() - t_start)
+
+
+def _fit_result(post, pi, it, history, best, best_auc, validation, termination, gsm, H, alpha, beta, M, seconds):
+    """(posterior, π, SolveResult): the last epoch, or the best validation epoch with early stopping."""
+    extra = {"n_inducing": M, "mean": float(post.mean), "variance": float(post.variance),
+             "lengthscale": float(post.lengthscale), "H": float(H), "theta": gsm.name, "alpha": float(alpha),
+             "beta": float(beta)}
     objective = history[-1]["elbo"]
     if validation is not None and best is not None:
         post, pi, best_it = best
         objective = history[best_it - 1]["elbo"]
         extra.update({"best_iteration": best_it, "val_auc": best_auc, "last_iteration_elbo": history[-1]["elbo"]})
-    res = native("vgpmil", termination, objective, time.perf_counter() - t_start, iterations=it, history=history,
+    res = native("vgpmil", termination, objective, seconds, iterations=it, history=history,
                  extra=extra, version=f"milopt-vgpmil ({gsm.name})")
     return post, pi, res
