@@ -44,9 +44,9 @@ _HEAP_FAULT = re.compile(r"(munmap_chunk\(\)|free\(\)|malloc\(\)|double free|cor
 #: seconds the child has, after the parent is interrupted, to stop and send its result
 STOP_SECONDS = 3.0
 #: seconds granted past the time limit for a solver to stop by itself before it is killed
-GRACE_SECONDS = 5.0
+GRACE_SECONDS = 2.0
 #: and as a fraction of the time limit (whichever is larger)
-GRACE_FRACTION = 0.1
+GRACE_FRACTION = 0.05
 
 
 def grace(time_limit: float | None) -> float:
