@@ -91,7 +91,10 @@ def test_time_limit_is_passed():
     m = projection_qp(np.linspace(-1, 1, 20000))
     r = solve(m, "ipopt", time_limit=1e-4)
     assert r.termination == Termination.TIME_LIMIT
-    assert "max_wall_time" in r.log or r.extra["ipopt_status"] == -5
+    # Ipopt stopped at the limit it was given, or (on a loaded machine, where even its set-up
+    # outlasts the grace period) milopt stopped the solver process: a time limit either way
+    stopped_by_milopt = "did not stop at its time limit" in str(r.extra.get("message", ""))
+    assert stopped_by_milopt or "max_wall_time" in r.log or r.extra.get("ipopt_status") == -5, (r.log, r.extra)
 
 
 def test_quiet_by_default(capfd):
