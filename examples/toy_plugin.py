@@ -22,7 +22,7 @@ the instances, each instance carrying its bag's label :math:`y_i \in \{-1, +1\}`
 **Method** ``centroid-svm``: a linear SVM on the bag centroids (scikit-learn's ``LinearSVC``).
 
 **Backend** ``scipy-lp``: LPs through ``scipy.optimize.linprog`` (HiGHS inside SciPy) on the
-matrix form that :func:`milopt.solvers.extract.extract` returns.
+matrix form that :func:`milopt.solvers.extract` returns.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ that consumes it (the ``.mps`` / ``.lp`` writers of :mod:`milopt.io`, every solv
 solution verification).
 
 Pyomo-free (numpy and scipy only), so a writer, a backend running in a child process or a
-test can hold a model without Pyomo.  :func:`milopt.solvers.extract.extract` builds one from a
+test can hold a model without Pyomo.  :func:`milopt.solvers.extract` builds one from a
 Pyomo model; a user may also build one directly.
 
 The problem it states:

@@ -11,7 +11,7 @@ Speed (see docs/build_export.md):
   build (MUSK2: 3.2 s with GC, 1.0 s without).  Rows are therefore created inside
   ``pyomo.common.gc_manager.PauseGC``.
 * The sparse matrix each call was built from is remembered on the constraint component
-  (:class:`RowCache`, attribute ``_milopt_rows``).  ``milopt.solvers.extract.extract`` reuses it
+  (:class:`RowCache`, attribute ``_milopt_rows``).  ``milopt.solvers.extract`` reuses it
   instead of walking 10^6 expression terms, *after checking row by row* that the constraint
   still holds the very expression object created here (``ConstraintData._expr`` identity) and
   is active.  Pyomo expressions are immutable, so a row whose expression object is unchanged
@@ -174,7 +174,7 @@ def add_quadratic_objective(model, name: str, variables: list, c=None, Q=None, c
     """Add the objective ``c0 + cᵀx + ½ xᵀQx`` held as matrices (``model.<name>``).
 
     The matrices are kept on the component (attribute ``_milopt_quad``, a :class:`QuadCache`)
-    and :func:`milopt.solvers.extract.extract` reads them directly, so a dense Q reaches a
+    and :func:`milopt.solvers.extract` reads them directly, so a dense Q reaches a
     matrix-based backend (Ipopt, HiGHS export, SCIP native) in the time numpy takes to slice it;
     the Pyomo expression is only built if a Pyomo-based solver or writer reads it.
     """

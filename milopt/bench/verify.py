@@ -3,7 +3,7 @@ r"""Verification of a solver's answer against the model, and against the best kn
 A benchmark result counts as solved only when it is verified (docs/library.md):
 
 1. **Feasibility** of the returned point :math:`x` in the model's matrix form
-   (``milopt.solvers.extract.extract``: :math:`\ell \le Ax \le u`, :math:`l \le x \le h`,
+   (``milopt.solvers.extract``: :math:`\ell \le Ax \le u`, :math:`l \le x \le h`,
    :math:`x_j \in \mathbb{Z}` for integer columns, quadratic rows, SOS1/SOS2 sets, indicator
    rows where the indicator is active).  A violation counts when it exceeds
    ``FEAS_TOL`` = 1e-6 relative to :math:`\max(1, |\text{bound}|)` -- the convention of

@@ -2,7 +2,7 @@
 
 The names below are imported on first use, so that ``from milopt.solvers.result import
 SolveResult`` (native algorithms) does not import Pyomo.  ``milopt.solvers.extract`` is always
-the function :func:`milopt.solvers.extract.extract`, also after its module has been imported
+the function :func:`milopt.solvers.extract`, also after its module has been imported
 (``from milopt.solvers.extract import extract, start_vector`` imports from the module).
 """
 from __future__ import annotations

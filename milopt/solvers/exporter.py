@@ -1,7 +1,7 @@
 """Export a Pyomo model to ``.mps`` / ``.lp`` (optionally ``.gz``) with milopt's own writer,
 or to a format registered with :func:`milopt.io.register_format`.
 
-The model's matrix form (:func:`milopt.solvers.extract.extract`) is written by
+The model's matrix form (:func:`milopt.solvers.extract`) is written by
 :mod:`milopt.io`: one dialect (CPLEX's extended MPS and LP formats) that CPLEX, Gurobi,
 Xpress, SCIP and — for the classes it reads — HiGHS all read, every column declared,
 deterministic names and numbers that read back exactly, the same bytes whatever versions of
