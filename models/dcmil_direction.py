@@ -17,7 +17,7 @@ subgradients and linearisation errors of :math:`f_1` and a subgradient :math:`g^
 
 Its dual is :math:`\min_{\lambda \in \Delta}\tfrac12\lVert\sum_i \lambda_i (g^{(1)}_i - g^{(2)})\rVert^2
 + \sum_i\lambda_i(\alpha^{(1)}_i - \alpha^{(2)})` over the unit simplex, which
-``milopt.algorithms.qp_simplex.simplex_qp`` solves natively (for DCPCA); this model is its algebraic
+``milopt.qp.qp_simplex.simplex_qp`` solves natively (for DCPCA); this model is its algebraic
 counterpart (tests check that both reach the same optimum through the driver).
 
 From the command line (``milopt solve dcmil-direction --data musk1 --solver highs``) the bundle

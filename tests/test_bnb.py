@@ -35,7 +35,7 @@ def selection_qp(bags, witnesses, costs, K=None):
     Gram matrix ``K``), certified: the dual by the interior-point method, the primal value of its
     solution with the best intercept (scanned over all breakpoints), and their gap checked to be
     negligible.  (HiGHS's active-set QP was seen to cycle on some of these tiny degenerate QPs.)"""
-    from milopt.algorithms.svm_ipm import solve_group_dual_ipm
+    from milopt.qp.svm_ipm import solve_group_dual_ipm
 
     bi = bags.bag_index
     rows = np.array([i for i in range(bags.n_instances) if bags.y[bi[i]] == 0] + list(witnesses), dtype=int)
@@ -446,7 +446,7 @@ def test_active_set_node_qp_equals_brute_force(seed, dense):
 def test_active_set_failures_fall_back_to_the_interior_point(monkeypatch):
     """Node QPs on which the active-set method fails (here: every other one, by an iteration
     limit of 1) are solved by the interior point instead; the proof is unchanged."""
-    import milopt.algorithms.svm_active_set as active
+    import milopt.qp.svm_active_set as active
 
     real = active.solve_group_dual_active_set
     calls = []
@@ -516,7 +516,7 @@ def test_kick_round_in_a_worker_returns_a_true_objective():
 
 def node_optimum(eng, active):
     """The certified optimum of a node relaxation (the SVM on the rows ``active``)."""
-    from milopt.algorithms.svm_ipm import solve_group_dual_ipm
+    from milopt.qp.svm_ipm import solve_group_dual_ipm
 
     rows = np.flatnonzero(active)
     y = eng.y[rows]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from milopt.algorithms import dcmil as alg
-from milopt.algorithms.qp_simplex import simplex_qp
+from milopt.qp.qp_simplex import simplex_qp
 from milopt.data.bags import Bags
 from milopt.mil import dcmil as dc
 from milopt.errors import InvalidDataError, InvalidParameterError

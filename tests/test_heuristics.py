@@ -7,7 +7,7 @@ import pytest
 from sklearn.base import clone
 
 from milopt.algorithms.mi_heuristics import mi_svm_alternate, misvm_alternate, slack_structure
-from milopt.algorithms.svm_ipm import solve_group_dual_ipm
+from milopt.qp.svm_ipm import solve_group_dual_ipm
 from milopt.data.bags import Bags
 from milopt.data.generators import kent_yu
 from milopt.errors import InvalidDataError, InvalidParameterError

@@ -5,8 +5,8 @@ import pytest
 import scipy.sparse as sp
 
 from milopt.algorithms.mi_heuristics import slack_structure
-from milopt.algorithms.svm_dcd import GroupSVMDual
-from milopt.algorithms.svm_ipm import solve_group_dual_ipm
+from milopt.qp.svm_dcd import GroupSVMDual
+from milopt.qp.svm_ipm import solve_group_dual_ipm
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.features import kernel_matrix

@@ -30,7 +30,7 @@ LONG_FUNCTIONS = {
         "they happen, one time budget across them",
     "milopt/algorithms/pdmisvm.py::pdmisvm_admm":
         "one ADMM iteration's updates share a dozen arrays and follow the paper's sequence of steps",
-    "milopt/algorithms/svm_dcd.py::GroupSVMDual.solve":
+    "milopt/qp/svm_dcd.py::GroupSVMDual.solve":
         "the SMO loop: working-set selection, the two-variable update and shrinking share the gradient and "
         "the active set",
     "milopt/cli.py::cmd_fit":

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from milopt.algorithms.svm_active_set import solve_group_dual_active_set
-from milopt.algorithms.svm_ipm import solve_group_dual_ipm
+from milopt.qp.svm_active_set import solve_group_dual_active_set
+from milopt.qp.svm_ipm import solve_group_dual_ipm
 
 from test_svm_ipm import dual_value, problem
 

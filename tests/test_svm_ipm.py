@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from milopt.algorithms.bnb.bounds import project_dual
-from milopt.algorithms.svm_ipm import solve_group_dual_ipm, solve_group_dual_ipm_lowrank
+from milopt.qp.svm_ipm import solve_group_dual_ipm, solve_group_dual_ipm_lowrank
 
 
 def problem(seed, n, d, frac_pos=0.4, bag=4):

@@ -13,7 +13,7 @@ The error function :math:`f = f_1 - f_2`, its subgradients, the paper's starting
 search-direction problem QP(I) and the DCPCA iteration are Pyomo-free mathematics in
 :mod:`milopt.mil.dcmil` (the models ``dcmil-dca`` and ``dcmil-direction`` use them too; its
 docstring states them).  QP(I) is solved in its dual over the unit simplex by
-:func:`milopt.algorithms.qp_simplex.simplex_qp`.  This module adds the methods:
+:func:`milopt.qp.qp_simplex.simplex_qp`.  This module adds the methods:
 
 * :func:`dcpca`: checks DCPCA's parameters, runs :func:`milopt.mil.dcmil.dcpca_iterate` and
   reports a ``SolveResult`` with a per-iteration history;

@@ -16,7 +16,7 @@ with one slack per negative bag (``slack="bag"``, Kent & Yu) or per negative ins
 selection no longer changes.  Writing :math:`\Phi(w, b)` for the MI-SVM objective with the best
 selection for (w, b), :math:`P(s_{t+1}) \le \Phi(w_t, b_t) \le P(s_t)`: the objective never
 increases, and there are finitely many selections, so the method stops.  The subproblem is
-solved in the dual by :class:`~milopt.algorithms.svm_dcd.GroupSVMDual` on a kernel matrix
+solved in the dual by :class:`~milopt.qp.svm_dcd.GroupSVMDual` on a kernel matrix
 computed once; a witness change moves α to the new witness (warm start), so nothing is rebuilt.
 Several starts (the first from the rule ``init``, the others random, seeded) are run and the
 lowest objective kept.
@@ -24,7 +24,7 @@ lowest objective kept.
 Below the models: ``misvm-bigm`` and ``misvm-hull`` start from it (their incumbent, which also
 tightens their big-M and bounds, :func:`milopt.mil.bigm.incumbent`); the MI-SVM estimators and
 the branch and bound can use the same function.  The subproblem solvers are the QP kernels
-:mod:`milopt.algorithms.svm_dcd` and :mod:`milopt.algorithms.svm_ipm` (numpy only).
+:mod:`milopt.qp.svm_dcd` and :mod:`milopt.qp.svm_ipm` (numpy only).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from milopt.algorithms.svm_dcd import GroupSVMDual
+from milopt.qp.svm_dcd import GroupSVMDual
 from milopt.errors import InvalidParameterError
 from milopt.numerics import intercept_eq4, objective_from_scores, slack_costs, slack_structure
 from milopt.segments import segment_argmax
@@ -153,7 +153,7 @@ class _Subproblem:
             gi, ginv = np.unique(self.groups[idx], return_inverse=True)
             Ke = None if self.X is not None and self.solver == "libsvm" else K[np.ix_(idx, idx)]
             if self.solver == "ipm":
-                from milopt.algorithms.svm_ipm import solve_group_dual_ipm
+                from milopt.qp.svm_ipm import solve_group_dual_ipm
 
                 r = solve_group_dual_ipm(Ke, y[idx], ginv, self.caps[gi], tol=min(self.tol, 1e-6) * 1e-2)
                 ae, b0, its, conv = r["alpha"], r["b"], r["iterations"], r["converged"]
@@ -217,8 +217,8 @@ def misvm_alternate(K, bags, C=1.0, class_weight="kent-yu", slack="bag", init="c
     init_scores : ndarray (n,), optional
         Instance scores defining the first selection (overrides ``init``).
     solver : {'auto', 'smo', 'ipm', 'libsvm'}
-        Subproblem solver: warm-started SMO (:mod:`~milopt.algorithms.svm_dcd`), dense
-        interior point (:mod:`~milopt.algorithms.svm_ipm`), or libsvm (instance slack only).
+        Subproblem solver: warm-started SMO (:mod:`~milopt.qp.svm_dcd`), dense
+        interior point (:mod:`~milopt.qp.svm_ipm`), or libsvm (instance slack only).
         ``auto``: IPM up to 2,500 effective instances, SMO above.
 
     Returns

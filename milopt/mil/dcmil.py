@@ -55,7 +55,7 @@ instead minimises the difference of the two cutting-plane models,
 is solved through its dual over the unit simplex (eqs. 11-12),
 :math:`\min_{\lambda\in\Delta}\ \tfrac12\lVert\sum_i\lambda_i a_i\rVert^2 + \sum_i\lambda_i\alpha_i`,
 :math:`a_i = g_i^{(1)} - g^{(2)}`, by an exact primal active-set method
-(:func:`milopt.algorithms.qp_simplex.simplex_qp`);
+(:func:`milopt.qp.qp_simplex.simplex_qp`);
 :math:`\bar d = -\sum_i\lambda_i a_i` and :math:`\bar v = \max_i(a_i^\top\bar d - \alpha_i)`.
 
 Main iteration (Algorithm 1; step numbers in brackets): solve QP(I) [1]; stop when
@@ -86,7 +86,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from milopt.algorithms.qp_simplex import simplex_qp
+from milopt.qp.qp_simplex import simplex_qp
 from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError, InvalidParameterError, positive_number
 from milopt.segments import segment_argmax

@@ -83,7 +83,7 @@ class NodeEvaluation:
         (the node is then closed by its bound; no Newton solver is returned).  ``tight``: the
         tolerances 1e-11 / 1e-9 instead of :data:`NODE_IPM_TOL` / :data:`NODE_IPM_RD_TOL` (a leaf
         that the default accuracy cannot close)."""
-        from milopt.algorithms.svm_ipm import _ipm, _ipm_lowrank
+        from milopt.qp.svm_ipm import _ipm, _ipm_lowrank
 
         idx, gi, ginv = self._effective_groups(active)
         alpha = np.zeros(self.n)
@@ -117,7 +117,7 @@ class NodeEvaluation:
         ``alpha0`` (the parent's multipliers), or None when it does not converge (the caller
         falls back to the interior point).  Exact up to rounding when it converges; no Newton
         solver is returned (the look-ahead builds its matrix on the free multipliers)."""
-        from milopt.algorithms.svm_active_set import solve_group_dual_active_set
+        from milopt.qp.svm_active_set import solve_group_dual_active_set
 
         idx, gi, ginv = self._effective_groups(active)
         if gi is None:

@@ -205,7 +205,7 @@ def alternate_selection(eng, wit, deadline, max_iter=30, warm=None):
 
 
 def _alternate_smo(eng, wit, max_iter):
-    from milopt.algorithms.svm_dcd import GroupSVMDual
+    from milopt.qp.svm_dcd import GroupSVMDual
 
     ptr, pos = eng.ptr, eng.pos_bags
     smo = GroupSVMDual(eng.K if eng.dense else None, eng.y, eng.bag_of, eng.caps, tol=eng.tol,

@@ -76,7 +76,7 @@ class MISVMBranchAndBound(NodeEvaluation):
 
     def __init__(self, X, bag_ptr, y_bag, costs, tol=1e-4, qp="auto", K=None, branching="product",
                  newton_gains=True, pair_bags=3):
-        from milopt.algorithms.svm_dcd import GroupSVMDual
+        from milopt.qp.svm_dcd import GroupSVMDual
 
         self.kernel = K is not None
         if self.kernel:

@@ -10,7 +10,7 @@ problem QP(I) (Astorino, Fuduli, Giallombardo & Miglionico, *Algorithms* 12:249,
 eqs. 11-12; :func:`milopt.mil.dcmil.solve_direction` forms :math:`Q = AA^\top` from the
 bundle), and of any minimum-norm-point problem over a convex hull.  Pyomo-free and
 solver-free (numpy only), beside the other QP solvers of this package,
-:mod:`~milopt.algorithms.svm_dcd` and :mod:`~milopt.algorithms.svm_ipm`.
+:mod:`~milopt.qp.svm_dcd` and :mod:`~milopt.qp.svm_ipm`.
 
 On a working set F (the support of x) the minimiser over :math:`\{x_F : \sum x_F = 1\}` is
 taken in an orthonormal basis :math:`Z` of :math:`\{p : \sum p = 0\}` given by a Householder

@@ -1,6 +1,6 @@
 r"""Primal-dual interior-point method for the grouped-slack SVM dual (dense kernel).
 
-The same problem as :mod:`milopt.algorithms.svm_dcd` (Kent & Yu eq. 3):
+The same problem as :mod:`milopt.qp.svm_dcd` (Kent & Yu eq. 3):
 
 .. math::
 

@@ -1,6 +1,6 @@
 r"""Primal-dual active-set method for the grouped-slack SVM dual, warm-started from a guess.
 
-The problem of :mod:`milopt.algorithms.svm_ipm` (Kent & Yu eq. 3),
+The problem of :mod:`milopt.qp.svm_ipm` (Kent & Yu eq. 3),
 
 .. math::
 
