@@ -159,8 +159,8 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
     last = run = None
     for k in range(1, int(max_iter) + 1):
         if run is None:
-            run = build_and_solve(form, bags, {"C": obj.C}, solver, budget=budget, build_kw={"g2": g2, "z0": z},
-                                  warm_start=False, options=options)
+            run = build_and_solve(form, bags, form.validate({"C": obj.C}), solver, budget=budget,
+                                  build_kw={"g2": g2, "z0": z}, warm_start=False, options=options)
         else:
             set_linearisation(run.model, g2)
             run = solve_built(form, run.model, solver, budget=budget, options=options)
