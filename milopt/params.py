@@ -25,7 +25,7 @@ import math
 from milopt.errors import InvalidParameterError
 
 __all__ = ["Param", "ParamSet", "Float", "Int", "Bool", "Str", "Choice", "Floats", "Any", "parse_bool",
-           "parse_seconds", "parse_list", "coerce", "THRESHOLD"]
+           "parse_list", "coerce", "THRESHOLD"]
 
 TRUE = ("true", "yes", "on", "1")
 FALSE = ("false", "no", "off", "0")
@@ -54,20 +54,6 @@ def parse_bool(name: str, value) -> bool:
         if low in FALSE:
             return False
     raise InvalidParameterError(f"{name}: expected true or false, got {value!r}")
-
-
-def parse_seconds(name: str, value) -> float | None:
-    """A time limit as float seconds > 0 (finite), None for None; else one clear error
-    (``time_limit: expected seconds > 0, got 0``).  The one check of a time limit."""
-    if value is None:
-        return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        v = math.nan
-    if isinstance(value, bool) or not (v > 0 and math.isfinite(v)):
-        raise InvalidParameterError(f"{name}: expected seconds > 0, got {value!r}")
-    return v
 
 
 def parse_list(name: str, value, item=float) -> list:

@@ -106,7 +106,7 @@ class Formulation:
     doc : str
         One line for ``milopt list``.
     module : module, optional
-        Where it is defined (its other functions stay reachable as attributes of this object).
+        Where it is defined (its other functions are reached with :meth:`helper`).
     """
 
     def __init__(self, name: str, build: Callable, decode: Callable, params=None, problem_class=None, *,
@@ -143,13 +143,16 @@ class Formulation:
     def PARAMS(self) -> ParamSet:
         return self.params
 
-    def __getattr__(self, attr):
-        # the module's own functions (``formulation("dcmil-dca").set_linearisation``), as read by
-        # milopt.algorithms.dcmil; every attribute the rest of milopt uses is declared above
-        mod = self.__dict__.get("module")
-        if mod is not None and not attr.startswith("__"):
-            return getattr(mod, attr)
-        raise AttributeError(attr)
+    def helper(self, name: str) -> Callable:
+        """A function of the formulation's module beyond the contract, by name: e.g.
+        ``formulation("dcmil-dca").helper("set_linearisation")``, with which DC-MIL's DCA updates
+        the objective of the model it built before solving it again.  One
+        :class:`~milopt.errors.InvalidParameterError` line when the formulation has no such function."""
+        fn = getattr(self.module, name, None) if not name.startswith("_") else None
+        if not callable(fn):
+            raise InvalidParameterError(f"{self.name}: its module defines no function {name!r}; "
+                                        "use a formulation that does")
+        return fn
 
     def __repr__(self):
         return f"Formulation({self.name!r})"

@@ -264,7 +264,7 @@ def test_qp_solvers_import_only_the_errors():
 def test_registry_lookups_are_edges():
     g = graph()
     assert "milopt.models.dcmil_dca" in g["milopt.algorithms.dcmil"]      # models.get("dcmil-dca")
-    assert "milopt.solvers.driver" in g["milopt.algorithms.dcmil"]        # solve(model, ...)
+    assert "milopt.solvers.pipeline" in g["milopt.algorithms.dcmil"]      # build_and_solve(form, ...)
     # and the synthetic case: a lookup that closes a cycle is seen as one
     tree = ast.parse("from milopt import models\nfrom milopt.solvers import solve\n"
                      "def f(b):\n    m = models.get('dcmil-dca').build(b)\n    return solve(m, 'highs')\n")

@@ -30,7 +30,6 @@ import numpy as np
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.mil.dcmil import DCMILObjective, dcpca_iterate, resolve_budget, starting_point
-from milopt.params import parse_seconds
 
 __all__ = ["dcpca", "dca"]
 
@@ -124,9 +123,10 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
         time_limit: float | None = None, options: dict | None = None, history: bool = True):
     r"""The DC algorithm: :math:`z_{k+1} \in \arg\min f_1(z) - \langle g_2(z_k), z\rangle`.
 
-    The ``dcmil_dca`` Pyomo model is built once; each iteration only updates its mutable
-    linear objective coefficients (the f2 subgradient) and re-solves through
-    :func:`milopt.solvers.solve`.  Stops when the decrease of f is at most
+    The ``dcmil_dca`` Pyomo model is built once (:func:`milopt.solvers.pipeline.build_and_solve`);
+    each iteration only updates its mutable linear objective coefficients (the f2 subgradient)
+    and re-solves it (:func:`milopt.solvers.pipeline.solve_built`), under one time budget.
+    Stops when the decrease of f is at most
     ``tol * max(1, |f|)``, when the subgradient of f2 repeats (a fixed point), after
     ``max_iter`` subproblems, or when ``time_limit`` seconds (total) are spent.
 
@@ -137,36 +137,38 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
         ``subproblems`` and ``solver_seconds``.
     """
     from milopt.models import formulation
-    from milopt.solvers import solve
+    from milopt.solvers.budget import TimeBudget
+    from milopt.solvers.pipeline import build_and_solve, solve_built
     from milopt.solvers.result import Termination, native
 
     if int(max_iter) < 1:
         raise InvalidParameterError(f"max_iter: expected at least 1, got {max_iter}")
-    time_limit = parse_seconds("time_limit", time_limit)
+    budget = TimeBudget(time_limit)  # the whole method, from here
     cpu0, wall0 = time.process_time(), time.perf_counter()
     obj = DCMILObjective(bags, C)
     z = starting_point(bags) if z0 is None else np.asarray(z0, dtype=float).copy()
     ec = obj.evaluate(z)
     f0 = ec.f
     g2 = obj.subgradient2(ec)
-    mod = formulation("dcmil-dca")
-    model = mod.build(bags, C=obj.C, g2=g2, z0=z)
+    form = formulation("dcmil-dca")
+    set_linearisation = form.helper("set_linearisation")
     hist = []
     term = Termination.ITERATION_LIMIT
     solver_s = 0.0
     k = 0
-    last = None
+    last = run = None
     for k in range(1, int(max_iter) + 1):
-        mod.set_linearisation(model, g2)
-        tl = None
-        if time_limit is not None:
-            tl = time_limit - (time.perf_counter() - wall0)
-            if tl <= 0:
-                term = Termination.TIME_LIMIT
-                break
-        res = solve(model, solver, time_limit=tl, options=options)
-        last = res
-        solver_s += res.wall_time
+        if run is None:
+            run = build_and_solve(form, bags, form.validate({"C": obj.C}), solver, budget=budget,
+                                  build_kw={"g2": g2, "z0": z}, warm_start=False, options=options)
+        else:
+            set_linearisation(run.model, g2)
+            run = solve_built(form, run.model, solver, budget=budget, options=options)
+        if run.stage != "solved":
+            term = Termination.TIME_LIMIT
+            break
+        res = last = run.result
+        solver_s += run.solve_seconds
         if not res.ok:
             term = res.termination if res.termination != Termination.OPTIMAL else Termination.ERROR
             import warnings
@@ -177,11 +179,11 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
                           "be slow on large dense ones: "
                           "try solver='ipopt' or 'scip', or standardise the features", RuntimeWarning, stacklevel=2)
             break
-        sol = mod.decode(model)
+        sol = form.decode(run.model)
         zn = np.append(sol["w"], sol["b"])
         en = obj.evaluate(zn)
         rec = {"iteration": k, "f": en.f, "f_prev": ec.f, "subproblem_objective": res.objective,
-               "solver_seconds": res.wall_time, "termination": str(res.termination)}
+               "solver_seconds": run.solve_seconds, "termination": str(res.termination)}
         if history:
             hist.append(rec)
         decrease = ec.f - en.f

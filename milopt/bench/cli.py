@@ -76,11 +76,11 @@ def suite_config(name: str, args) -> dict:
     x every installed solver that handles its class, gap 1e-4, 60 s per run, one thread each."""
     from milopt.bench.config import SUITE_GAP, SUITE_TIME_LIMIT
     from milopt.errors import InvalidParameterError
-    from milopt.params import parse_seconds
+    from milopt.solvers.budget import parse_time_limit
 
     tl = args.time_limit if args.time_limit is not None else SUITE_TIME_LIMIT
     gap = args.gap if args.gap is not None else SUITE_GAP
-    tl = parse_seconds("--time-limit", tl)
+    tl = parse_time_limit(tl, "--time-limit")
     if not 0 <= gap < 1:
         raise InvalidParameterError(f"--gap: expected a relative gap in [0, 1), got {gap}")
     text = (f'name = "suite-{name}"\nsuite = "{name}"\ntime_limit = {tl!r}\ngap = {gap!r}\nthreads = 1\n'

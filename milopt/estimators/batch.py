@@ -46,8 +46,6 @@ m / (2 m_class).
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from milopt.data.bags import Bags
@@ -191,7 +189,7 @@ class BatchSVMClassifier(_BatchClassifier):
     solver : str
         LP backend (``highs`` default; ``scip`` works too).
     time_limit : float
-        Seconds for the LP solve.
+        Seconds for building and solving the LP (:func:`milopt.solvers.pipeline.build_and_solve`).
     append_coords : {'auto', True, False}
         Append the (standardised) coordinates to the features; ``auto``: only when θ = 0
         (the paper's SVM baseline, Section 5.2) and the data have coordinates.
@@ -216,30 +214,32 @@ class BatchSVMClassifier(_BatchClassifier):
     def _uses_R(self) -> bool:
         return float(self.theta) != 0.0
 
-    def _build(self, bags):
-        M, _ = _models()
-        return M.build(bags, nu=self.nu, theta=self.theta, alpha=self.alpha, thresholded=self.thresholded,
-                       distance=self.distance, class_weight=self.class_weight), M.decode
+    def _problem(self) -> tuple[str, dict]:
+        """The formulation this estimator solves and its parameters."""
+        return "batchsvm-lp", dict(nu=self.nu, theta=self.theta, alpha=self.alpha, thresholded=self.thresholded,
+                                   distance=self.distance, class_weight=self.class_weight)
 
     def _fit(self, bags: Bags):
-        from milopt.solvers import solve
+        from milopt.models import formulation
+        from milopt.solvers.pipeline import build_and_solve
 
         self._check_coords(bags, "fit")
-        t0 = time.perf_counter()
-        model, decode = self._build(self._fit_features(bags))
-        build_s = time.perf_counter() - t0
-        res = solve(model, self.solver, time_limit=self.time_limit)
+        name, params = self._problem()
+        form = formulation(name)
+        run = build_and_solve(form, self._fit_features(bags), form.validate(params), self.solver,
+                              time_limit=self.time_limit, warm_start=False)  # T covers the build and the solve
+        res = run.result
         if not res.ok:
             raise NoSolutionError(f"{self.solver} returned no solution for the batch LP ({res.termination}); "
                                   "raise time_limit")
-        sol = decode(model)
+        sol = form.decode(run.model)
         self.coef_ = sol["w"]
         self.gamma_ = sol["gamma"]
         self._store_params()
         self.result_ = res
         self.labels_source_ = sol["labels"]
         self.fit_info_ = {"objective": res.objective, "termination": str(res.termination),
-                          "solve_seconds": res.wall_time, "build_seconds": build_s,
+                          "solve_seconds": run.solve_seconds, "build_seconds": run.build_seconds,
                           "nonzero_weights": int(np.sum(np.abs(self.coef_) > 1e-9)), "labels": sol["labels"],
                           "coords_appended": bool(self.coords_appended_)}
         return self
@@ -285,10 +285,9 @@ class BatchProbClassifier(BatchSVMClassifier):
     def _uses_R(self) -> bool:
         return True
 
-    def _build(self, bags):
-        _, Q = _models()
-        return Q.build(bags, nu=self.nu, alpha=self.alpha, sigma=self.sigma, distance=self.distance,
-                       class_weight=self.class_weight), Q.decode
+    def _problem(self) -> tuple[str, dict]:
+        return "batchprob-lp", dict(nu=self.nu, alpha=self.alpha, sigma=self.sigma, distance=self.distance,
+                                    class_weight=self.class_weight)
 
     def _store_params(self):
         pass

@@ -420,7 +420,7 @@ class MISMMMIQP(MILClassifier):
     solver : str
         MIQP backend (``scip``).
     time_limit : float
-        Seconds for the MIQP.
+        Seconds for building and solving the MIQP (after the heuristic's start).
     mip_gap : float, optional
     restarts, max_iter, init : heuristic settings for the warm start (Algorithm 1 on the
         Nyström features; the paper's Algorithm 2 has no warm start, the authors' code uses one).
@@ -456,9 +456,9 @@ class MISMMMIQP(MILClassifier):
 
         from milopt.algorithms.mi_heuristics import misvm_alternate
         from milopt.features.nystrom import NystromMap, stratified_sample
-        from milopt.models import misvm_bigm as mod
+        from milopt.models import formulation
         from milopt.numerics import misvm_objective
-        from milopt.solvers import solve
+        from milopt.solvers.pipeline import build_and_solve
 
         _need_samples(bags, "mismm-miqp")
         positive_number("C", self.C)
@@ -481,15 +481,17 @@ class MISMMMIQP(MILClassifier):
         w0 = Phi.T @ (heur["alpha"] * heur["y"])
         b0 = heur["b"]
         obj0 = misvm_objective(fb, w0, b0, self.C, self.class_weight)
-        model = mod.build(fb, C=self.C, class_weight=self.class_weight, upper_bound=obj0)
-        mod.warm_start(model, w0, b0)
-        res = solve(model, self.solver, time_limit=self.time_limit, mip_gap=self.mip_gap, threads=self.threads,
-                    warm_start=True)
+        form = formulation("misvm-bigm")
+        params = form.validate({"C": self.C, "class_weight": self.class_weight, "upper_bound": obj0,
+                                "warm_start": False})
+        run = build_and_solve(form, fb, params, self.solver, time_limit=self.time_limit, point=(w0, b0),
+                              mip_gap=self.mip_gap, threads=self.threads)  # T covers the build and the solve
+        res = run.result
         used = "heuristic"
         self.coef_, self.intercept_ = w0, float(b0)
         objective = obj0
         if res.ok:
-            sol = mod.decode(model)
+            sol = form.decode(run.model)
             obj = misvm_objective(fb, sol["w"], sol["b"], self.C, self.class_weight)
             if obj <= obj0 + 1e-9 * max(1.0, abs(obj0)):
                 self.coef_, self.intercept_, objective, used = sol["w"], float(sol["b"]), obj, "miqp"
@@ -501,7 +503,7 @@ class MISMMMIQP(MILClassifier):
                           "gap": res.gap if res.gap is not None else float("nan"),
                           "termination": str(res.termination), "solution_from": used,
                           "landmarks": int(idx.size), "components": self.nystrom_.n_components_,
-                          "solve_seconds": res.wall_time, "seconds": time.perf_counter() - t0}
+                          "solve_seconds": run.solve_seconds, "seconds": time.perf_counter() - t0}
         return self
 
     def predict_instances(self, bags) -> np.ndarray:

@@ -12,22 +12,58 @@ r"""What the CPLEX, Gurobi and Xpress backends share (docs/backends.md).
 * :func:`licence_message` writes the one line that names the limit, what the instance needs
   and how to get a full licence.
 
-The rest of a backend's skeleton (time budget, options and their errors, status map,
-trajectory, result) is :class:`milopt.solvers.backend.Backend`'s.
+:class:`CommercialBackend` is the declaration the three share (capabilities, ``about``, native
+exceptions, version); the rest of a backend's skeleton (time budget, options and their errors,
+status map, trajectory, result) is :class:`milopt.solvers.backend.Backend`'s.
 """
 from __future__ import annotations
 
+import functools
+import importlib
 import threading
 
 import numpy as np
 import scipy.sparse as sp
 
 from milopt.io._common import row_kinds
-from milopt.solvers.backend import Capabilities
+from milopt.solvers.backend import About, Backend, Capabilities
 
 #: what the three commercial backends take and do
 COMMERCIAL = Capabilities(classes=frozenset({"LP", "MILP", "QP", "MIQP", "QCQP", "MIQCQP", "SOS", "INDICATOR"}),
                           trajectory=True, warm_start=True, threads=True)
+
+
+class CommercialBackend(Backend):
+    """The declaration of a commercial backend, written once: the :data:`COMMERCIAL`
+    capabilities, ``about`` from ``summary`` and ``limits`` (installed with ``pip install
+    milopt[NAME]``), the API's exception types named in ``error_names`` (attributes of
+    :meth:`api`, looked up when first needed, so that declaring a backend imports no solver) and
+    the API's ``__version__``.  A subclass declares those and makes its API calls."""
+
+    caps = COMMERCIAL
+    #: one line on what the solver takes (``milopt list``)
+    summary: str = ""
+    #: the limits of the free edition a PyPI wheel installs
+    limits: str = ""
+    #: the API's exception types, as (dotted) attribute names of :meth:`api`
+    error_names: tuple = ()
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if "summary" in cls.__dict__:
+            cls.about = About(description=cls.summary, install=f"pip install milopt[{cls.name}]", limits=cls.limits)
+
+    def api(self):
+        """The solver's Python module."""
+        return importlib.import_module(self.module)
+
+    @property
+    def native_errors(self):
+        api = self.api()
+        return tuple(functools.reduce(getattr, n.split("."), api) for n in self.error_names)
+
+    def version(self) -> str:
+        return str(self.api().__version__)
 
 
 def ranged_rows(lb, ub, range_from: str = "lb") -> tuple:

@@ -16,6 +16,7 @@ value would overflow a C ``time_t`` or a timeout somewhere below).
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 
@@ -32,12 +33,18 @@ MAX_SECONDS = float(threading.TIMEOUT_MAX)
 def parse_time_limit(value, name: str = "time_limit") -> float | None:
     """A time limit as float seconds in (0, :data:`MAX_SECONDS`], None for None; else one
     :class:`~milopt.errors.InvalidParameterError` line naming ``name``, the value and the fix
-    (:func:`milopt.params.parse_seconds`, then the platform's limit)."""
+    (``time_limit: expected seconds > 0, got 0``)."""
     from milopt.errors import InvalidParameterError
-    from milopt.params import parse_seconds
 
-    v = parse_seconds(name, value)
-    if v is not None and v > MAX_SECONDS:
+    if value is None:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if isinstance(value, bool) or not (v > 0 and math.isfinite(v)):
+        raise InvalidParameterError(f"{name}: expected seconds > 0, got {value!r}")
+    if v > MAX_SECONDS:
         raise InvalidParameterError(f"{name}: {v:g} s is beyond what this platform can wait for "
                                     f"(at most {MAX_SECONDS:.4g} s); give a smaller limit, or none for no limit")
     return v

@@ -43,9 +43,9 @@ import sys
 import numpy as np
 
 from milopt.solvers import rewrites as rw
-from milopt.solvers._commercial import (COMMERCIAL, csr_rows, integer_codes, licence_message, licence_skip, native_rows,
+from milopt.solvers._commercial import (CommercialBackend, csr_rows, integer_codes, licence_message, licence_skip, native_rows,
                                         priority_columns, ranged_rows, start_pairs)
-from milopt.solvers.backend import About, Backend, Outcome, error_result, one_line, quiet_output
+from milopt.solvers.backend import Outcome, error_result, one_line, quiet_output
 from milopt.solvers.result import Termination as T
 
 #: CPLEX solution status codes (CPX_STAT_*, CPXMIP_*) → Termination
@@ -213,30 +213,16 @@ def _load(c, mf) -> None:
         c.order.set([(j, p, d) for j, p in zip(cols.tolist(), pri.tolist())])
 
 
-class CplexBackend(Backend):
+class CplexBackend(CommercialBackend):
     """CPLEX through its Python API (see the module docstring)."""
 
-    name = "cplex"
-    module = "cplex"
-    caps = COMMERCIAL
-    about = About(description="IBM ILOG CPLEX through its Python API (LP, MILP, QP, MIQP, convex QCQP/MIQCQP; "
-                              "SOS, indicators)",
-                  install="pip install milopt[cplex]",
-                  limits="PyPI wheel = Community Edition: <= 1,000 variables and <= 1,000 constraints")
+    name = module = "cplex"
+    summary = "IBM ILOG CPLEX through its Python API (LP, MILP, QP, MIQP, convex QCQP/MIQCQP; SOS, indicators)"
+    limits = "PyPI wheel = Community Edition: <= 1,000 variables and <= 1,000 constraints"
     status_map = STATUS_MAP
     rewrites = (rw.DROP_FREE_ROWS, rw.ONE_SIDED_QUADRATIC, rw.ONE_SIDED_INDICATORS, rw.finite_bounds(CPLEX_INF))
     option_hint = "a CPLEX parameter path as in the Python API, e.g. mip.strategy.search=1"
-
-    @property
-    def native_errors(self):
-        from cplex.exceptions import CplexError
-
-        return (CplexError,)
-
-    def version(self) -> str:
-        import cplex
-
-        return str(cplex.__version__)
+    error_names = ("exceptions.CplexError",)
 
     def cannot_take(self, mf, opts):
         """Refuse, before building, an instance over the Community Edition's limits when that is

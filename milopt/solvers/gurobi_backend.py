@@ -40,8 +40,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.solvers import rewrites as rw
-from milopt.solvers._commercial import (COMMERCIAL, integer_codes, licence_message, licence_skip, native_rows, priority_columns)
-from milopt.solvers.backend import About, Backend, Outcome, error_result, one_line, quiet_output
+from milopt.solvers._commercial import (CommercialBackend, integer_codes, licence_message, licence_skip, native_rows, priority_columns)
+from milopt.solvers.backend import Outcome, error_result, one_line, quiet_output
 from milopt.solvers.result import Termination as T
 
 #: Gurobi optimisation status codes (GRB.Status) → Termination
@@ -194,32 +194,22 @@ class _Session:
         self.env, self.m, self.x = env, m, None
 
 
-class GurobiBackend(Backend):
+class GurobiBackend(CommercialBackend):
     """Gurobi through gurobipy's matrix API (see the module docstring)."""
 
     name = "gurobi"
     module = "gurobipy"
-    caps = COMMERCIAL
-    about = About(description="Gurobi through gurobipy's matrix API (LP, MILP, QP, MIQP, QCQP, MIQCQP incl. "
-                              "non-convex; SOS, indicators)",
-                  install="pip install milopt[gurobi]",
-                  limits="PyPI wheel = size-limited licence: <= 2,000 variables and <= 2,000 constraints; "
-                         "<= 200 variables when quadratic")
+    summary = "Gurobi through gurobipy's matrix API (LP, MILP, QP, MIQP, QCQP, MIQCQP incl. non-convex; SOS, indicators)"
+    limits = ("PyPI wheel = size-limited licence: <= 2,000 variables and <= 2,000 constraints; <= 200 variables "
+              "when quadratic")
     status_map = STATUS_MAP
     rewrites = (rw.DROP_FREE_ROWS, rw.SPLIT_RANGES, rw.ONE_SIDED_QUADRATIC, rw.ONE_SIDED_INDICATORS,
                 rw.finite_bounds(GUROBI_INF))
     option_hint = "a Gurobi parameter name, e.g. MIPFocus=1"
-
-    @property
-    def native_errors(self):
-        import gurobipy as gp
-
-        return (gp.GurobiError,)
+    error_names = ("GurobiError",)
 
     def version(self) -> str:
-        import gurobipy
-
-        return ".".join(map(str, gurobipy.gurobi.version()))
+        return ".".join(map(str, self.api().gurobi.version()))
 
     def cannot_take(self, mf, opts):
         """Refuse, before building, an instance over the size-limited licence when that is the

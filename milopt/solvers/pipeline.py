@@ -1,5 +1,6 @@
-"""Build, start, budget, solve: the one sequence behind ``milopt solve``, the bench and the
-formulation estimators.
+"""Build, start, budget, solve: the one sequence behind ``milopt solve``, the bench, the
+formulation estimators and every other method that solves a formulation through a solver
+(BatchSVM, BatchProb, mi-SMM's MIQP, DC-MIL's DCA).
 
 A formulation is solved in four stages, under one time limit T counted from ``t_start`` (one
 :class:`~milopt.solvers.budget.TimeBudget`, handed down to the driver and the backend):
@@ -15,6 +16,10 @@ A formulation is solved in four stages, under one time limit T counted from ``t_
    ``termination=time_limit`` with no solution and the solver is not called;
 4. **solve** -- :func:`milopt.solvers.driver.solve`, with the matrix form extracted once here
    when the class was needed early (a named solver refused before the start is computed).
+
+:func:`build_and_solve` runs the four stages; :func:`solve_built` runs stages 2 to 4 on a model
+built already, so that an iterative method re-solves its model after changing a parameter in
+place (same refusal, same budget) without rebuilding it.
 """
 from __future__ import annotations
 
@@ -46,6 +51,9 @@ class Staged:
     stage : str
         ``"solved"`` (the solver ran), ``"budget"`` (T was spent before the solver started) or
         ``"build"`` (T passed while loading or building).
+    solve_seconds : float
+        The driver's call alone (extraction and solver); ``result.wall_time`` counts from the
+        start of the budget.
     """
 
     model: Any
@@ -56,6 +64,7 @@ class Staged:
     warm_start: bool = False
     solver_time_limit: float | None = None
     stage: str = "solved"
+    solve_seconds: float = 0.0
 
     def model_size(self):
         """The size of what the solver received (the driver's extraction, in
@@ -126,7 +135,6 @@ def build_and_solve(form, bags, params: dict, solver: str = "auto", *, time_limi
         integer problems).
     """
     from milopt.solvers.budget import TimeBudget, TimeLimitReached, alarm_at
-    from milopt.solvers.driver import check_supported, declared_class, get_backend, solve
 
     if isinstance(form, str):
         from milopt.models import formulation
@@ -143,6 +151,43 @@ def build_and_solve(form, bags, params: dict, solver: str = "auto", *, time_limi
     except TimeLimitReached:
         return Staged(None, None, budget.expired_result(solver, stage="while loading and building"), budget.elapsed(),
                       stage="build")
+    return solve_built(form, model, solver, budget=budget, bags=bags, build_seconds=build_s, warm_start=warm_start,
+                       point=point, mip_gap=mip_gap, threads=threads, verbose=verbose, options=options,
+                       before_solve=before_solve, refuse_early=refuse_early)
+
+
+def solve_built(form, model, solver: str = "auto", *, budget=None, time_limit: float | None = None,
+                bags=None, build_seconds: float = 0.0, warm_start: bool | None = False, point=None,
+                mip_gap: float | None = None, threads: int | None = None, verbose: bool = False,
+                options: dict | None = None, before_solve: Callable | None = None,
+                refuse_early: bool = True) -> Staged:
+    """Stages 2 to 4 (start, budget, solve) on a model that is built already.
+
+    :func:`build_and_solve` ends here after building; an iterative method calls it again on
+    the same model after changing its parameters in place, without rebuilding (DC-MIL's DCA
+    updates the linearisation of its objective, :func:`milopt.algorithms.dcmil.dca`).  Each call
+    refuses a named solver that cannot take the model as it is now, and hands the solver what is
+    left of ``budget``.
+
+    Parameters
+    ----------
+    form : Formulation
+        The formulation ``model`` was built from.
+    model : pyomo ConcreteModel
+        The built model (its variables receive the solution).
+    budget : TimeBudget, optional
+        The budget the model was built under (default: a budget of ``time_limit`` seconds
+        started now).
+    bags, build_seconds
+        Reported in the returned :class:`Staged`.
+    solver, warm_start, point, mip_gap, threads, verbose, options, before_solve, refuse_early
+        As :func:`build_and_solve` (``warm_start=False``: the variables' values are not handed
+        to the solver as a start).
+    """
+    from milopt.solvers.budget import as_budget
+    from milopt.solvers.driver import check_supported, declared_class, get_backend, solve
+
+    budget = as_budget(time_limit, budget)
     backend = None if solver == "auto" else get_backend(solver)
     mf = None
     cls = None
@@ -168,6 +213,8 @@ def build_and_solve(form, bags, params: dict, solver: str = "auto", *, time_limi
         expired = budget.expired_result(solver)
         if mf is not None:  # the size of what was built, known without extracting again
             expired = replace(expired, extra={**expired.extra, "model_size": mf.size()})
-        return Staged(model, bags, expired, build_s, start_s, started, 0.0, "budget")
+        return Staged(model, bags, expired, build_seconds, start_s, started, 0.0, "budget")
     limit = budget.remaining()
-    return Staged(model, bags, solve(model, solver, budget=budget, mf=mf, **kw), build_s, start_s, started, limit)
+    t0 = time.perf_counter()
+    result = solve(model, solver, budget=budget, mf=mf, **kw)
+    return Staged(model, bags, result, build_seconds, start_s, started, limit, "solved", time.perf_counter() - t0)

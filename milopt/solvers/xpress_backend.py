@@ -44,9 +44,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.solvers import rewrites as rw
-from milopt.solvers._commercial import (COMMERCIAL, integer_codes, licence_message, licence_skip, native_rows, priority_columns,
+from milopt.solvers._commercial import (CommercialBackend, integer_codes, licence_message, licence_skip, native_rows, priority_columns,
                                         ranged_rows, start_pairs)
-from milopt.solvers.backend import About, Backend, Outcome, error_result, one_line, quiet_output
+from milopt.solvers.backend import Outcome, error_result, one_line, quiet_output
 from milopt.solvers.result import Termination as T
 
 #: Xpress outcome → Termination.  A finished solve is keyed by ("completed", SOLSTATUS:
@@ -271,27 +271,19 @@ class _Session:
         self.p, self.ctrlc, self.status = p, _CtrlC(), (2, 0)
 
 
-class XpressBackend(Backend):
+class XpressBackend(CommercialBackend):
     """FICO Xpress through its Python API (see the module docstring)."""
 
-    name = "xpress"
-    module = "xpress"
-    caps = COMMERCIAL
-    about = About(description="FICO Xpress through its Python API (LP, MILP, QP, MIQP, QCQP, MIQCQP incl. "
-                              "non-convex; SOS, indicators)",
-                  install="pip install milopt[xpress]",
-                  limits="PyPI wheel = Community licence: rows + columns <= 5,000; <= 200 when quadratic")
+    name = module = "xpress"
+    summary = "FICO Xpress through its Python API (LP, MILP, QP, MIQP, QCQP, MIQCQP incl. non-convex; SOS, indicators)"
+    limits = "PyPI wheel = Community licence: rows + columns <= 5,000; <= 200 when quadratic"
     status_map = STATUS_MAP
     rewrites = (rw.DROP_FREE_ROWS, rw.QUADRATIC_LE, rw.ONE_SIDED_INDICATORS, rw.finite_bounds(XPRESS_INF))
     option_hint = "an Xpress control name, e.g. presolve=0"
+    error_names = ("SolverError", "ModelError", "InterfaceError")
 
-    @property
-    def native_errors(self):
-        xp = _xpress()
-        return (xp.SolverError, xp.ModelError, xp.InterfaceError)
-
-    def version(self) -> str:
-        return str(_xpress().__version__)
+    def api(self):
+        return _xpress()
 
     def cannot_take(self, mf, opts):
         """Refuse, before loading, an instance over the Community licence when that is the
