@@ -130,6 +130,7 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
     threshold_folds = 3
 
     def fit(self, bags, y=None):
+        self._validate_params()
         bags = as_bags(bags, y, fitting=True)
         self.classes_ = user_classes(y, bags)
         self.n_features_in_ = bags.n_features
@@ -137,6 +138,29 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         self._choose_threshold(bags)
         self._check_degenerate(bags)
         return self
+
+    # ------------------------------------------------------------------ parameters
+    def _validate_params(self) -> None:
+        """Check every constructor parameter against the method's declaration, before any work.
+
+        The declaration is :func:`milopt.estimators.registry.declaration` of the class, the one
+        ``milopt fit NAME --set key=value`` validates against, so both refuse the same values
+        with the same line (:class:`~milopt.errors.InvalidParameterError`: the key, what it
+        accepts and the value given), as scikit-learn's ``_parameter_constraints`` checked in
+        ``fit``.  A string the declaration reads as another value (``C='10'``, ``norm='L1'``,
+        as ``--set`` gives them) is replaced by that value; every other parameter is left as
+        given (``get_params`` is unchanged by ``fit``), but a whole float for an integer key
+        (``max_iter=10.0``), which becomes that integer as ``--set max_iter=10.0`` does."""
+        from milopt.estimators.registry import declaration
+
+        decl = declaration(type(self))
+        given = self.get_params(deep=False)
+        typed = decl.validate(given, type(self).__name__)
+        for k, v in typed.items():
+            g = given[k]
+            if (isinstance(g, str) and not (isinstance(v, str) and v == g)) or \
+                    (decl[k].kind == "int" and isinstance(v, int) and not isinstance(g, (int, np.integer))):
+                setattr(self, k, v)
 
     # ------------------------------------------------------------------ decision rule
     def _auto_rule(self) -> str:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from milopt.algorithms.pdmisvm import (KERNELS, check_params, kernel_features, kernel_matrix, pdmisvm_admm)
+from milopt.algorithms.pdmisvm import MAX_PROX, kernel_features, kernel_matrix, pdmisvm_admm
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.estimators.base import MILClassifier, class_weights
 from milopt.estimators.registry import register_method
+from milopt.params import Choice, Float, Int, ParamSet
 
 __all__ = ["PDMISVMClassifier"]
 
@@ -84,6 +85,11 @@ class PDMISVMClassifier(MILClassifier):
     fit_info_ : dict
     """
 
+    # the values each key accepts, declared once (``--set`` and the constructor); help from above
+    param_spec = ParamSet(mu=Float(1e-3, gt=0), rho=Float(1.2, gt=1), variant=Choice("exact", VARIANT_CHOICES),
+                          n_components=Int(None, ge=1), max_prox=Choice("exact", MAX_PROX),
+                          preset=Choice(None, tuple(PRESETS)), class_weight=Choice("none", ("none", "balanced"), none=True))
+
     def __init__(self, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, tol=1e-6, variant="exact", kernel="rbf",
                  gamma="scale", n_components=None, max_prox="exact", random_state=0, preset=None,
                  class_weight="none", threshold="auto"):
@@ -111,8 +117,6 @@ class PDMISVMClassifier(MILClassifier):
         out = {k: getattr(self, k) for k in keys}
         if self.preset in (None, "none", "None", ""):
             return out
-        if self.preset not in PRESETS:
-            raise InvalidParameterError(f"preset: expected one of {', '.join(PRESETS)} (or none), got {self.preset!r}")
         defaults = {k: v.default for k, v in inspect.signature(type(self).__init__).parameters.items()}
         for k, v in PRESETS[self.preset].items():
             mine = out[k]
@@ -122,25 +126,15 @@ class PDMISVMClassifier(MILClassifier):
             out[k] = v
         return out
 
-    def _validate(self):
-        p = self.effective_params()
-        if p["variant"] not in VARIANT_CHOICES:
-            raise InvalidParameterError(f"variant: expected one of {', '.join(VARIANT_CHOICES)}, got {p['variant']!r}")
-        check_params(p["C"], p["mu"], p["rho"], p["max_iter"], p["tol"],
-                     "exact" if p["variant"] == "kernel" else p["variant"], p["max_prox"])
-        if p["variant"] == "kernel" and p["kernel"] not in KERNELS:
-            raise InvalidParameterError(f"kernel: expected one of {', '.join(KERNELS)}, got {p['kernel']!r}")
-        return p
-
-    def fit(self, bags, y=None):
-        self._validate()                      # refuse bad hyper-parameters before touching data
-        return super().fit(bags, y)
+    def _validate_params(self):
+        super()._validate_params()            # the declared keys, then the preset against them
+        self.effective_params()               # (both before touching data)
 
     def _fit(self, bags: Bags):
         yk = np.unique(bags.y, return_inverse=True)[1]  # 0..K-1 whatever labels the caller used
         K = self.classes_.size
         X = bags.X
-        p = self._validate()
+        p = self.effective_params()
         self.variant_, self.kernel_ = p["variant"], p["kernel"]
         kw = dict(C=p["C"], mu=p["mu"], rho=p["rho"], max_iter=p["max_iter"], tol=p["tol"], max_prox=p["max_prox"],
                   bag_weights=class_weights(bags.y, self.class_weight))

@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from milopt.errors import InvalidParameterError
-from milopt.params import THRESHOLD, Bool, Float, Int, ParamSet
+from milopt.features.kernels import KERNELS
+from milopt.params import THRESHOLD, TIME_LIMIT, Bool, Choice, Float, Int, ParamSet
 from milopt.plugins import import_all
 
 METHOD_MODULES = [
@@ -35,7 +36,7 @@ METHOD_MODULES = [
 COMMON = ParamSet(
     C=Float(1.0, "misclassification cost", gt=0),
     nu=Float(1.0, "cost of the slacks", gt=0),
-    time_limit=Float(None, "seconds per solve", gt=0, finite=False),
+    time_limit=TIME_LIMIT,
     mip_gap=Float(None, "relative gap at which branch and bound stops", ge=0, lt=1),
     tol=Float(1e-3, "stopping tolerance", gt=0),
     max_iter=Int(50, "maximum number of iterations", ge=1),
@@ -46,12 +47,46 @@ COMMON = ParamSet(
     scale_samples=Bool(True, "standardise the samples of distributional instances"),
     distributional=Bool(False, "instances are samples (kernel mean embeddings)"),
     threshold=THRESHOLD,
+    kernel=Choice("rbf", KERNELS),
+    gamma=Float("scale", gt=0, choices=("scale", "auto"), none=True),
 )
 
 
 def _declared(cls) -> ParamSet:
     own = ParamSet.coerce_spec(getattr(cls, "param_spec", None))
     return ParamSet(COMMON, own)
+
+
+_DECLARATIONS: dict = {}
+
+
+def declaration(cls) -> ParamSet:
+    """The typed declaration of every constructor parameter of the estimator class ``cls``.
+
+    The class attribute ``param_spec`` where given, else the shared :data:`COMMON` declaration
+    of a conventional name, else inferred from the constructor's default; the default is the
+    constructor's, and a key declared without help text is described from the class
+    docstring's Parameters section.  It is what ``milopt fit NAME --set`` validates (less the
+    keys the method name fixes) and what :meth:`MILClassifier.fit
+    <milopt.estimators.base.MILClassifier.fit>` checks the constructor's values against, so the
+    command line and the Python API accept and refuse the same values with the same message.
+    Computed once per class."""
+    ps = _DECLARATIONS.get(cls)
+    if ps is None:
+        ps = ParamSet.from_signature(cls.__init__, declared=_declared(cls))
+        sig_defaults = _signature_defaults(cls)
+        docs = None
+        for k, p in ps.items():
+            fix_default = k in sig_defaults and p.default != sig_defaults[k]
+            if not fix_default and p.help:
+                continue
+            q = p.with_default(sig_defaults[k]) if fix_default else p.named(k)
+            if not q.help:
+                docs = _docstring_params(cls) if docs is None else docs
+                q.help = docs.get(k, "")
+            dict.__setitem__(ps, k, q)
+        _DECLARATIONS[cls] = ps
+    return ParamSet(ps)
 
 
 @dataclass(frozen=True)
@@ -68,24 +103,9 @@ class MethodSpec:
 
     @property
     def params(self) -> ParamSet:
-        """The typed declaration of the method's keys (defaults are the constructor's; a key
-        declared without help text is described from the class docstring's Parameters section)."""
-        ps = ParamSet.from_signature(self.cls.__init__, skip=self.fixed, declared=_declared(self.cls))
-        sig_defaults = _signature_defaults(self.cls)
-        docs = None
-        for k, p in ps.items():
-            fix_default = k in sig_defaults and p.default != sig_defaults[k]
-            if not fix_default and p.help:
-                continue
-            q = p.named(k)
-            if fix_default:
-                q.default = sig_defaults[k]
-                q.none = q.none or q.default is None
-            if not q.help:
-                docs = _docstring_params(self.cls) if docs is None else docs
-                q.help = docs.get(k, "")
-            dict.__setitem__(ps, k, q)
-        return ps
+        """The typed declaration of the method's keys: :func:`declaration` of its class, less the
+        keys its name fixes."""
+        return ParamSet({k: p for k, p in declaration(self.cls).items() if k not in self.fixed})
 
     def keys(self) -> list[str]:
         return list(self.params)
