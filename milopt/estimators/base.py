@@ -1,6 +1,9 @@
 """Shared estimator machinery following scikit-learn conventions.
 
 * The constructor stores parameters only; ``fit(bags, y=None)`` validates and returns self.
+  It first checks every constructor parameter against the method's one declaration
+  (:func:`milopt.estimators.registry.declaration`, the one ``milopt fit --set`` reads), so the
+  Python API and the command line accept and refuse the same values with the same line.
 * ``bags`` is a :class:`milopt.data.Bags` (labels taken from it when ``y`` is None) or a list
   of per-bag instance arrays with ``y``.  A ``Bags`` object is indexable by bag, so
   ``GridSearchCV(est, grid).fit(bags, bags.y)`` splits by bag.
