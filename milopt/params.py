@@ -476,7 +476,7 @@ def _from_tuple(t) -> Param:
 #: The time limit of every fit method and solver setting, declared once (``--set time_limit=...``,
 #: ``milopt list``, the estimators' ``time_limit`` argument): seconds > 0, or none for no limit;
 #: checked by :func:`parse_seconds`, as ``--time-limit``.  Its default here is none (no limit);
-#: an estimator's own default is its constructor's (:meth:`Param.with_default`): 60 s for the
+#: an estimator's own default is its constructor's (``Param.with_default``): 60 s for the
 #: formulation estimators (:data:`milopt.estimators.formulation.SOLVER_PARAMS`, ``misvm-miqp``),
 #: 30 s for ``mismm-miqp``, 120 s for the batch LPs -- a solver on a hard instance may search
 #: for hours, and a fit must end -- and none for the native methods, which stop by their

@@ -1,6 +1,6 @@
 """The Python estimators and ``milopt fit --set`` accept and refuse the same values, with the same line.
 
-Both read one declaration per method (:func:`milopt.estimators.registry.declaration`): the
+Both read one declaration per method (:func:`milopt.estimators.declaration`): the
 command line types its strings with it before loading data, ``MILClassifier.fit`` checks the
 constructor's values with it before any work.  For every registered method and every declared
 key, values the declaration refuses are refused by both with the same message (``milopt fit``:
@@ -194,3 +194,17 @@ def test_time_limit_is_declared_once():
         with pytest.raises(InvalidParameterError, match="time_limit: expected seconds > 0"):
             TIME_LIMIT.parse(text)
     assert TIME_LIMIT.parse("none") is None and TIME_LIMIT.parse("2.5") == 2.5
+
+
+def test_a_rule_between_two_keys_is_checked_before_any_work_and_read_the_same():
+    """``summary`` with ``distributional=true``: refused by ``fit`` before the data, with the line the CLI prints."""
+    from milopt.estimators.heuristics import SILClassifier
+
+    line = "summary: not used with the SMM kernel (distributional=True)"
+    with pytest.raises(InvalidParameterError, match=line.replace("(", r"\(").replace(")", r"\)")):
+        SILClassifier(distributional="true", summary="univ1").fit(None)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        rc = main(["fit", "sil", "--data", "gen:multiclass?classes=2&bags=12&instances=3&features=4&seed=0",
+                   "--set", "distributional=true", "--set", "summary=univ1"])
+    assert (rc, err.getvalue()) == (2, f"milopt: error: {line}\n")

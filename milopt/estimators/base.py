@@ -2,7 +2,7 @@
 
 * The constructor stores parameters only; ``fit(bags, y=None)`` validates and returns self.
   It first checks every constructor parameter against the method's one declaration
-  (:func:`milopt.estimators.registry.declaration`, the one ``milopt fit --set`` reads), so the
+  (:func:`milopt.estimators.declaration`, the one ``milopt fit --set`` reads), so the
   Python API and the command line accept and refuse the same values with the same line.
 * ``bags`` is a :class:`milopt.data.Bags` (labels taken from it when ``y`` is None) or a list
   of per-bag instance arrays with ``y``.  A ``Bags`` object is indexable by bag, so
@@ -146,7 +146,7 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
     def _validate_params(self) -> None:
         """Check every constructor parameter against the method's declaration, before any work.
 
-        The declaration is :func:`milopt.estimators.registry.declaration` of the class, the one
+        The declaration is :func:`milopt.estimators.declaration` of the class, the one
         ``milopt fit NAME --set key=value`` validates against, so both refuse the same values
         with the same line (:class:`~milopt.errors.InvalidParameterError`: the key, what it
         accepts and the value given), as scikit-learn's ``_parameter_constraints`` checked in

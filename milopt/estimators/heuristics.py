@@ -57,6 +57,11 @@ class _KernelMIL(MILClassifier):
     summary = None
     param_spec = ParamSet(summary=_SUMMARY)
 
+    def _validate_params(self):
+        super()._validate_params()              # the declared keys, then the one rule between two of them
+        if self.distributional and self.summary not in (None, "none"):
+            raise InvalidParameterError("summary: not used with the SMM kernel (distributional=True)")
+
     # ---------------------------------------------------------------- training side
     def _prepare(self, bags: Bags):
         """Kernel matrix of the training instances; stores what prediction needs."""
@@ -65,8 +70,6 @@ class _KernelMIL(MILClassifier):
         summ = None if self.summary in (None, "none") else self.summary
         self.summary_ = summ
         self.distributional_ = bool(self.distributional)
-        if self.distributional_ and summ is not None:
-            raise InvalidParameterError("summary: not used with the SMM kernel (distributional=True)")
         if self.distributional_:
             _need_samples(bags, type(self).__name__)
             S = bags.samples

@@ -67,10 +67,20 @@ def declaration(cls) -> ParamSet:
     of a conventional name, else inferred from the constructor's default; the default is the
     constructor's, and a key declared without help text is described from the class
     docstring's Parameters section.  It is what ``milopt fit NAME --set`` validates (less the
-    keys the method name fixes) and what :meth:`MILClassifier.fit
-    <milopt.estimators.base.MILClassifier.fit>` checks the constructor's values against, so the
+    keys the method name fixes) and what ``MILClassifier.fit``
+    checks the constructor's values against, so the
     command line and the Python API accept and refuse the same values with the same message.
-    Computed once per class."""
+    Computed once per class.
+
+    Parameters
+    ----------
+    cls : type
+        A :class:`~milopt.estimators.base.MILClassifier` subclass.
+
+    Returns
+    -------
+    ParamSet
+        ``{key: Param}`` in the constructor's order."""
     ps = _DECLARATIONS.get(cls)
     if ps is None:
         ps = ParamSet.from_signature(cls.__init__, declared=_declared(cls))
