@@ -196,15 +196,23 @@ def test_time_limit_is_declared_once():
     assert TIME_LIMIT.parse("none") is None and TIME_LIMIT.parse("2.5") == 2.5
 
 
-def test_a_rule_between_two_keys_is_checked_before_any_work_and_read_the_same():
-    """``summary`` with ``distributional=true``: refused by ``fit`` before the data, with the line the CLI prints."""
-    from milopt.estimators.heuristics import SILClassifier
+RULES = [  # (method, Python keys, --set items, the line)
+    ("sil", {"distributional": "true", "summary": "univ1"}, ["distributional=true", "summary=univ1"],
+     "summary: not used with the SMM kernel (distributional=True)"),
+    ("pdmisvm", {"preset": "paper-linear", "C": 5}, ["preset=paper-linear", "C=5"],
+     "preset=paper-linear sets C=10000.0 but C=5.0 was given; drop one of them"),
+]
 
-    line = "summary: not used with the SMM kernel (distributional=True)"
-    with pytest.raises(InvalidParameterError, match=line.replace("(", r"\(").replace(")", r"\)")):
-        SILClassifier(distributional="true", summary="univ1").fit(None)
+
+@pytest.mark.parametrize("name, kw, items, line", RULES)
+def test_a_rule_between_two_keys_is_checked_before_any_work_and_read_the_same(name, kw, items, line):
+    """A rule between two keys: refused by ``fit`` before the data, with the line the CLI prints."""
+    spec = METHODS[name]
+    with pytest.raises(InvalidParameterError) as info:
+        spec.cls(**kw).fit(None)
+    assert str(info.value) == line
     err = io.StringIO()
+    argv = ["fit", name, "--data", "gen:multiclass?classes=2&bags=12&instances=3&features=4&seed=0"]
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        rc = main(["fit", "sil", "--data", "gen:multiclass?classes=2&bags=12&instances=3&features=4&seed=0",
-                   "--set", "distributional=true", "--set", "summary=univ1"])
+        rc = main(argv + [a for it in items for a in ("--set", it)])
     assert (rc, err.getvalue()) == (2, f"milopt: error: {line}\n")

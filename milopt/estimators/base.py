@@ -151,9 +151,10 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         with the same line (:class:`~milopt.errors.InvalidParameterError`: the key, what it
         accepts and the value given), as scikit-learn's ``_parameter_constraints`` checked in
         ``fit``.  A string the declaration reads as another value (``C='10'``, ``norm='L1'``,
-        as ``--set`` gives them) is replaced by that value; every other parameter is left as
-        given (``get_params`` is unchanged by ``fit``), but a whole float for an integer key
-        (``max_iter=10.0``), which becomes that integer as ``--set max_iter=10.0`` does."""
+        as ``--set`` gives them), and a number of another type than the declared one
+        (``max_iter=10.0``, ``C=5``), is replaced by the value ``--set`` would give (10, 5.0), so
+        that the fit and its messages are the command line's; a value already of the declared
+        type, and a list, are left as given."""
         from milopt.estimators.registry import declaration
 
         decl = declaration(type(self))
@@ -161,8 +162,7 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         typed = decl.validate(given, type(self).__name__)
         for k, v in typed.items():
             g = given[k]
-            if (isinstance(g, str) and not (isinstance(v, str) and v == g)) or \
-                    (decl[k].kind == "int" and isinstance(v, int) and not isinstance(g, (int, np.integer))):
+            if not isinstance(g, (list, tuple)) and (type(v) is not type(g) or (isinstance(g, str) and v != g)):
                 setattr(self, k, v)
 
     # ------------------------------------------------------------------ decision rule
