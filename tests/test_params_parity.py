@@ -116,6 +116,12 @@ def test_python_and_cli_refuse_the_same_values_with_the_same_line(name):
     assert checked >= 5 and not differ, "\n".join(differ)
 
 
+#: rules between two keys (checked by the estimator after the declared keys, so the command line
+#: meets them after loading the data: see the test of rules below); a value the declaration accepts
+#: may meet one with the method's other defaults (``summary=univ1`` for the SMM methods)
+RULE_LINES = ("summary: not used with the SMM kernel (distributional=True)",)
+
+
 @pytest.mark.parametrize("name", sorted(METHODS))
 def test_python_and_cli_accept_the_same_values(name):
     spec = METHODS[name]
@@ -124,7 +130,7 @@ def test_python_and_cli_accept_the_same_values(name):
         for text, value in good_values(p):
             exc = python_error(spec, key, value)
             rc, err = cli_error(name, key, text)
-            if not isinstance(exc, InvalidDataError):
+            if not isinstance(exc, InvalidDataError) and str(exc) not in RULE_LINES:
                 differ.append(f"python {key}={value!r}: {exc}")
             if rc != 2 or MISSING not in err:
                 differ.append(f"cli --set {key}={text}: {err.strip()}")
