@@ -154,12 +154,14 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         as ``--set`` gives them), and a number of another type than the declared one
         (``max_iter=10.0``, ``C=5``), is replaced by the value ``--set`` would give (10, 5.0), so
         that the fit and its messages are the command line's; a value already of the declared
-        type, and a list, are left as given."""
-        from milopt.estimators.registry import declaration
+        type, and a list, are left as given.  Then the rules between keys the class declares
+        (``param_rules``, :func:`milopt.estimators.registry.check_rules`)."""
+        from milopt.estimators.registry import check_rules, declaration
 
         decl = declaration(type(self))
         given = self.get_params(deep=False)
         typed = decl.validate(given, type(self).__name__)
+        check_rules(type(self), typed)
         for k, v in typed.items():
             g = given[k]
             if not isinstance(g, (list, tuple)) and (type(v) is not type(g) or (isinstance(g, str) and v != g)):

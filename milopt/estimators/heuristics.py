@@ -43,6 +43,12 @@ _SUMMARY = Choice(None, SUMMARY_CHOICES[2:])
 _SLACK_COSTS = ("kent-yu", "balanced", "none")                    # milopt.numerics.slack_costs
 
 
+def _summary_rule(values: dict) -> None:
+    """The rule between two keys (``param_rules``): summary features replace the SMM kernel."""
+    if values.get("distributional") and values.get("summary") not in (None, "none"):
+        raise InvalidParameterError("summary: not used with the SMM kernel (distributional=True)")
+
+
 def _need_samples(bags: Bags, who: str):
     if bags.samples is None:
         raise InvalidDataError(f"{who}: needs distributional instances (a sample of points per instance, "
@@ -56,11 +62,7 @@ class _KernelMIL(MILClassifier):
     distributional = False
     summary = None
     param_spec = ParamSet(summary=_SUMMARY)
-
-    def _validate_params(self):
-        super()._validate_params()              # the declared keys, then the one rule between two of them
-        if self.distributional and self.summary not in (None, "none"):
-            raise InvalidParameterError("summary: not used with the SMM kernel (distributional=True)")
+    param_rules = (_summary_rule,)
 
     # ---------------------------------------------------------------- training side
     def _prepare(self, bags: Bags):

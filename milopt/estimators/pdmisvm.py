@@ -27,6 +27,28 @@ PRESETS = {
 }
 
 
+_PRESET_KEYS = ("C", "mu", "rho", "max_iter", "tol", "variant", "kernel", "gamma", "n_components", "max_prox")
+
+
+def _with_preset(values: dict) -> dict:
+    """The hyper-parameters of ``values`` with their ``preset`` applied; a key the preset sets
+    that was given another non-default value is refused (the rule between keys of
+    :class:`PDMISVMClassifier`)."""
+    import inspect
+
+    out = {k: values[k] for k in _PRESET_KEYS}
+    preset = values.get("preset")
+    if preset in (None, "none", "None", ""):
+        return out
+    defaults = {k: v.default for k, v in inspect.signature(PDMISVMClassifier.__init__).parameters.items()}
+    for k, v in PRESETS[preset].items():
+        mine = out[k]
+        if mine != defaults.get(k) and mine != v:
+            raise InvalidParameterError(f"preset={preset} sets {k}={v!r} but {k}={mine!r} was given; drop one of them")
+        out[k] = v
+    return out
+
+
 class PDMISVMClassifier(MILClassifier):
     """Primal-dual multi-instance SVM (Seo, Brand, Saldana Barco, Wang, "Scaling multi-instance support vector
     machine to breast cancer detection on the BreaKHis dataset", Bioinformatics 2022; Brand et al., ICDM 2021).
@@ -86,6 +108,7 @@ class PDMISVMClassifier(MILClassifier):
     """
 
     # the values each key accepts, declared once (``--set`` and the constructor); help from above
+    param_rules = (_with_preset,)             # a preset against a key it sets (before any work)
     param_spec = ParamSet(mu=Float(1e-3, gt=0), rho=Float(1.2, gt=1), variant=Choice("exact", VARIANT_CHOICES),
                           n_components=Int(None, ge=1), max_prox=Choice("exact", MAX_PROX),
                           preset=Choice(None, tuple(PRESETS)), class_weight=Choice("none", ("none", "balanced"), none=True))
@@ -111,24 +134,7 @@ class PDMISVMClassifier(MILClassifier):
     # ------------------------------------------------------------------ fit
     def effective_params(self) -> dict:
         """The hyper-parameters the fit uses: the constructor's, with ``preset`` applied."""
-        import inspect
-
-        keys = ("C", "mu", "rho", "max_iter", "tol", "variant", "kernel", "gamma", "n_components", "max_prox")
-        out = {k: getattr(self, k) for k in keys}
-        if self.preset in (None, "none", "None", ""):
-            return out
-        defaults = {k: v.default for k, v in inspect.signature(type(self).__init__).parameters.items()}
-        for k, v in PRESETS[self.preset].items():
-            mine = out[k]
-            if mine != defaults.get(k) and mine != v:
-                raise InvalidParameterError(f"preset={self.preset} sets {k}={v!r} but {k}={mine!r} was given; "
-                                            f"drop one of them")
-            out[k] = v
-        return out
-
-    def _validate_params(self):
-        super()._validate_params()            # the declared keys, then the preset against them
-        self.effective_params()               # (both before touching data)
+        return _with_preset({k: getattr(self, k) for k in (*_PRESET_KEYS, "preset")})
 
     def _fit(self, bags: Bags):
         yk = np.unique(bags.y, return_inverse=True)[1]  # 0..K-1 whatever labels the caller used

@@ -99,6 +99,16 @@ def declaration(cls) -> ParamSet:
     return ParamSet(ps)
 
 
+def check_rules(cls, values: dict) -> None:
+    """Apply the rules between keys that the estimator class ``cls`` declares (its class attribute
+    ``param_rules``: functions of the dict of every typed constructor value that raise
+    :class:`~milopt.errors.InvalidParameterError` with one line when two values cannot go
+    together, e.g. ``summary`` with ``distributional=True``).  Read by ``milopt fit`` before
+    loading data and by ``MILClassifier.fit`` before any work, after the keys themselves."""
+    for rule in getattr(cls, "param_rules", ()):
+        rule(values)
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     """A registered fit method (``milopt fit NAME``): its estimator class ``cls``, the
@@ -121,8 +131,12 @@ class MethodSpec:
         return list(self.params)
 
     def validate(self, params: dict | None) -> dict:
-        """Typed copy of ``params`` (unknown keys and bad values raise, naming the key)."""
-        return self.params.validate(params, self.name)
+        """Typed copy of ``params`` (unknown keys and bad values raise, naming the key; so do two
+        values that cannot go together, with the method's other values, :func:`check_rules`)."""
+        typed = self.params.validate(params, self.name)
+        if getattr(self.cls, "param_rules", ()):
+            check_rules(self.cls, {**self.params.defaults(), **self.fixed, **typed})
+        return typed
 
     def resolve(self, params: dict | None, seed: int | None = None) -> dict:
         """Every constructor value the method uses: defaults completed by ``params``."""
