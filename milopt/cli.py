@@ -435,12 +435,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _set_items(args) -> list[tuple[str, str]]:
-    out = []
-    for it in getattr(args, "set", None) or []:
-        if "=" in it:
-            k, v = it.split("=", 1)
-            out.append((k.strip(), v.strip()))
-    return out
+    """The ``--set`` items as (key, value) pairs, read by :func:`milopt.runner.parse_sets` (the one
+    parser; a command has refused a malformed item before it could fail elsewhere)."""
+    from milopt.errors import InvalidParameterError
+    from milopt.runner import parse_sets
+
+    try:
+        return list(parse_sets(getattr(args, "set", None)).items())
+    except InvalidParameterError:
+        return []
 
 
 def _blame_key(args, msg: str) -> str | None:

@@ -21,22 +21,49 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
+import threading
 
 from milopt.errors import InvalidParameterError
 
 __all__ = ["Param", "ParamSet", "Float", "Int", "Bool", "Str", "Choice", "Floats", "Any", "parse_bool",
-           "parse_list", "coerce", "THRESHOLD"]
+           "parse_time_limit", "MAX_SECONDS", "parse_list", "coerce", "shown", "THRESHOLD", "TIME_LIMIT"]
 
 TRUE = ("true", "yes", "on", "1")
 FALSE = ("false", "no", "off", "0")
 NONE = ("none", "null")
 
 _PYTYPE = {"float": float, "int": int, "bool": bool, "str": str, "choice": str, "floats": list, "ints": list,
-           "any": object}
+           "seconds": float, "any": object}
 
 
 def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A real number (Python's or numpy's), not a boolean."""
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and type(v).__name__ != "bool_"
+
+
+def shown(value):
+    """The value an error message shows: the same for a Python value and its command-line spelling.
+
+    A string that reads as a number, a boolean or none (``'-1'``, ``'2.5'``, ``'true'``,
+    ``'none'``) is shown as that value, and numpy scalars as Python numbers, so that
+    ``--set C=-1`` and ``C=-1`` are refused with the same line (``C: expected a number > 0, got
+    -1``); any other string is shown quoted (``got 'abc'``)."""
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("true", "false"):
+            return low == "true"
+        if low in NONE:
+            return None
+        for typ in (int, float):
+            try:
+                return typ(value.strip())
+            except ValueError:
+                pass
+        return value
+    if _is_number(value):
+        return int(value) if isinstance(value, numbers.Integral) else float(value)
+    return value
 
 
 def parse_bool(name: str, value) -> bool:
@@ -53,7 +80,35 @@ def parse_bool(name: str, value) -> bool:
             return True
         if low in FALSE:
             return False
-    raise InvalidParameterError(f"{name}: expected true or false, got {value!r}")
+    raise InvalidParameterError(f"{name}: expected true or false, got {shown(value)!r}")
+
+
+
+#: the longest time limit accepted: the platform's largest timeout (``threading.TIMEOUT_MAX``,
+#: about 292 years on 64-bit Linux)
+MAX_SECONDS = float(threading.TIMEOUT_MAX)
+
+
+def parse_time_limit(value, name: str = "time_limit") -> float | None:
+    """A time limit as float seconds in (0, :data:`MAX_SECONDS`], None for None; else one
+    :class:`~milopt.errors.InvalidParameterError` line naming ``name``, the value and the fix
+    (``time_limit: expected seconds > 0, got 0``).
+
+    The one reading of a time limit: ``--time-limit``, ``--set time_limit``, ``time_limit=`` in
+    Python and the ``seconds`` kind of a declaration all call it (also importable as
+    :func:`milopt.solvers.budget.parse_time_limit`)."""
+    if value is None:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if isinstance(value, bool) or not (v > 0 and math.isfinite(v)):
+        raise InvalidParameterError(f"{name}: expected seconds > 0, got {shown(value)!r}")
+    if v > MAX_SECONDS:
+        raise InvalidParameterError(f"{name}: {v:g} s is beyond what this platform can wait for "
+                                    f"(at most {MAX_SECONDS:.4g} s); give a smaller limit, or none for no limit")
+    return v
 
 
 def parse_list(name: str, value, item=float) -> list:
@@ -65,7 +120,7 @@ def parse_list(name: str, value, item=float) -> list:
     elif _is_number(value):
         parts = [value]
     else:
-        raise InvalidParameterError(f"{name}: expected a comma-separated list, got {value!r}")
+        raise InvalidParameterError(f"{name}: expected a comma-separated list, got {shown(value)!r}")
     kind = "int" if item is int else "float"
     return [Param(kind)._scalar(f"{name}", p) for p in parts]
 
@@ -94,9 +149,10 @@ class Param:
 
     Parameters
     ----------
-    kind : {'float', 'int', 'bool', 'str', 'choice', 'floats', 'ints', 'any'}
+    kind : {'float', 'int', 'bool', 'str', 'choice', 'floats', 'ints', 'seconds', 'any'}
         ``choice`` takes one of ``choices``; ``float``/``int`` may also take one of ``choices``
-        (e.g. ``big_m``: 'valid', 'mildsvm' or a number); ``floats``/``ints`` are lists.
+        (e.g. ``big_m``: 'valid', 'mildsvm' or a number); ``floats``/``ints`` are lists;
+        ``seconds`` is a time limit, checked by :func:`parse_time_limit`.
     default : object
         Value used when the key is not given.
     help : str
@@ -108,6 +164,10 @@ class Param:
         Whether ``None`` is allowed (always when the default is ``None``).
     finite : bool
         Numbers must be finite (default).
+    objects : tuple of type, optional
+        Python objects accepted as they are besides the declared values (e.g. a likelihood
+        object where the command line names one); the estimator checks them.  The command line
+        cannot give them, so they never make the two disagree.
 
     Notes
     -----
@@ -115,10 +175,10 @@ class Param:
     ``param[0]``, ``param[1]``, ``param[2]`` give the Python type, the default and the help.
     """
 
-    __slots__ = ("name", "kind", "default", "help", "gt", "ge", "lt", "le", "choices", "none", "finite")
+    __slots__ = ("name", "kind", "default", "help", "gt", "ge", "lt", "le", "choices", "none", "finite", "objects")
 
     def __init__(self, kind: str = "any", default=None, help: str = "", *, gt=None, ge=None, lt=None, le=None,
-                 choices=None, none: bool = False, finite: bool = True, name: str = ""):
+                 choices=None, none: bool = False, finite: bool = True, objects=(), name: str = ""):
         if kind not in _PYTYPE:
             raise ValueError(f"Param kind must be one of {sorted(_PYTYPE)}, got {kind!r}")
         self.name, self.kind, self.default, self.help = name, kind, default, help
@@ -126,6 +186,7 @@ class Param:
         self.choices = tuple(choices) if choices else ()
         self.none = bool(none) or default is None
         self.finite = finite
+        self.objects = tuple(objects)
 
     # legacy (type, default, help) view
     def __getitem__(self, i):
@@ -145,6 +206,13 @@ class Param:
         for s in Param.__slots__:
             setattr(p, s, getattr(self, s))
         p.name = name
+        return p
+
+    def with_default(self, default) -> "Param":
+        """This declaration with another default (a constructor's own default for a shared key)."""
+        p = self.named(self.name)
+        p.default = default
+        p.none = p.none or default is None
         return p
 
     # ------------------------------------------------------------ description
@@ -168,20 +236,22 @@ class Param:
             if self.choices:
                 out = f"{choices} or {out}"
         elif self.kind == "bool":
-            out = "true or false"
+            out = "true or false" if not self.choices else f"{choices}, true or false"
         elif self.kind in ("floats", "ints"):
             out = f"a comma-separated list of {'numbers' if self.kind == 'floats' else 'integers'}"
             if b:
                 out += f" {b}"
         elif self.kind == "str":
             out = "a string"
+        elif self.kind == "seconds":
+            out = "seconds > 0"
         else:
             out = "a value"
         return out
 
     # ------------------------------------------------------------ parsing
     def _fail(self, name, value, what=None):
-        raise InvalidParameterError(f"{name}: expected {what or self.describe()}, got {value!r}")
+        raise InvalidParameterError(f"{name}: expected {what or self.describe()}, got {shown(value)!r}")
 
     def _scalar(self, name, value):
         if self.kind == "int":
@@ -220,6 +290,8 @@ class Param:
     def parse(self, value, name: str | None = None):
         """``value`` (a Python value or a command-line string) as the declared type."""
         name = name or self.name
+        if self.objects and isinstance(value, self.objects):
+            return value
         if self.choices and isinstance(value, str):  # a choice may be a word such as 'none'
             low = value.strip().lower()
             for c in self.choices:
@@ -238,7 +310,17 @@ class Param:
             if not any(str(c).lower() == low for c in self.choices):
                 self._fail(name, value)
         if self.kind == "bool":
-            return parse_bool(name, value)
+            try:
+                return parse_bool(name, value)
+            except InvalidParameterError:
+                if self.choices:
+                    self._fail(name, value)
+                raise
+        if self.kind == "seconds":
+            try:
+                return parse_time_limit(value, name)
+            except InvalidParameterError:
+                self._fail(name, value)
         if self.kind in ("float", "int"):
             if self.choices and isinstance(value, str):
                 low = value.strip().lower()
@@ -405,6 +487,17 @@ def _from_tuple(t) -> Param:
         kind = "any"
     return Param(kind, default, help_)
 
+
+#: The time limit of every fit method and solver setting, declared once (``--set time_limit=...``,
+#: ``milopt list``, the estimators' ``time_limit`` argument): seconds > 0, or none for no limit;
+#: checked by :func:`parse_time_limit`, as ``--time-limit``.  Its default here is none (no limit);
+#: an estimator's own default is its constructor's (``Param.with_default``): 60 s for the
+#: formulation estimators (:data:`milopt.estimators.formulation.SOLVER_PARAMS`, ``misvm-miqp``),
+#: 30 s for ``mismm-miqp``, 120 s for the batch LPs -- a solver on a hard instance may search
+#: for hours, and a fit must end -- and none for the native methods, which stop by their
+#: iteration limits.
+TIME_LIMIT = Param("seconds", None, "seconds per solve (none: no limit); the best point found is used when it "
+                   "is hit", name="time_limit")
 
 #: The bag decision rule of every fit method, declared once: ``milopt fit METHOD --set
 #: threshold=...``, ``milopt list``, ``--tune`` and the estimators' ``threshold`` argument all read

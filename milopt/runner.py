@@ -249,7 +249,8 @@ def tune_grid(spec, tune: dict, params: dict | None = None) -> dict:
         typed = []
         for v in vals:
             try:
-                typed.append(spec.validate({k: v})[k])
+                typed.append(spec.params.validate({k: v}, spec.name)[k])   # the key alone: rules between
+                # keys are checked with the other values, per grid point
             except InvalidParameterError as exc:
                 raise InvalidParameterError(f"--tune {exc}") from None
         grid[k] = typed

@@ -1,6 +1,9 @@
 """Shared estimator machinery following scikit-learn conventions.
 
 * The constructor stores parameters only; ``fit(bags, y=None)`` validates and returns self.
+  It first checks every constructor parameter against the method's one declaration
+  (:func:`milopt.estimators.declaration`, the one ``milopt fit --set`` reads), so the
+  Python API and the command line accept and refuse the same values with the same line.
 * ``bags`` is a :class:`milopt.data.Bags` (labels taken from it when ``y`` is None) or a list
   of per-bag instance arrays with ``y``.  A ``Bags`` object is indexable by bag, so
   ``GridSearchCV(est, grid).fit(bags, bags.y)`` splits by bag.
@@ -130,6 +133,7 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
     threshold_folds = 3
 
     def fit(self, bags, y=None):
+        self._validate_params()
         bags = as_bags(bags, y, fitting=True)
         self.classes_ = user_classes(y, bags)
         self.n_features_in_ = bags.n_features
@@ -137,6 +141,31 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         self._choose_threshold(bags)
         self._check_degenerate(bags)
         return self
+
+    # ------------------------------------------------------------------ parameters
+    def _validate_params(self) -> None:
+        """Check every constructor parameter against the method's declaration, before any work.
+
+        The declaration is :func:`milopt.estimators.declaration` of the class, the one
+        ``milopt fit NAME --set key=value`` validates against, so both refuse the same values
+        with the same line (:class:`~milopt.errors.InvalidParameterError`: the key, what it
+        accepts and the value given), as scikit-learn's ``_parameter_constraints`` checked in
+        ``fit``.  A string the declaration reads as another value (``C='10'``, ``norm='L1'``,
+        as ``--set`` gives them), and a number of another type than the declared one
+        (``max_iter=10.0``, ``C=5``), is replaced by the value ``--set`` would give (10, 5.0), so
+        that the fit and its messages are the command line's; a value already of the declared
+        type, and a list, are left as given.  Then the rules between keys the class declares
+        (``param_rules``, :func:`milopt.estimators.declaration.check_rules`)."""
+        from milopt.estimators.declaration import check_rules, declaration
+
+        decl = declaration(type(self))
+        given = self.get_params(deep=False)
+        typed = decl.validate(given, type(self).__name__)
+        check_rules(type(self), typed)
+        for k, v in typed.items():
+            g = given[k]
+            if not isinstance(g, (list, tuple)) and (type(v) is not type(g) or (isinstance(g, str) and v != g)):
+                setattr(self, k, v)
 
     # ------------------------------------------------------------------ decision rule
     def _auto_rule(self) -> str:

@@ -52,20 +52,35 @@ from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError, NoSolutionError
 from milopt.estimators.base import MILClassifier, as_bags
 from milopt.estimators.registry import register_method
+from milopt.params import Float, Param, ParamSet
 
 __all__ = ["BatchSVMClassifier", "BatchProbClassifier", "BatchPSVMClassifier", "LearnedThetaBatchPSVM"]
-
-
-def _as_bool_param(v, name) -> bool:
-    from milopt.params import parse_bool
-
-    return parse_bool(name, v)
 
 
 def _models():
     from milopt.models import batchprob_lp, batchsvm_lp
 
     return batchsvm_lp, batchprob_lp
+
+
+#: ``append_coords``: auto, true or false (see :class:`BatchSVMClassifier`)
+_APPEND = Param("bool", "auto", choices=("auto",))
+
+
+class _declared:
+    """Class attribute ``param_spec`` of a batch estimator: the declarations of ``keys`` by the
+    LP module ``which`` (``"svm"``: batchsvm_lp, ``"prob"``: batchprob_lp; read when first
+    needed) with ``append_coords`` and ``extra``."""
+
+    def __init__(self, which: str, keys, **extra):
+        self.which, self.keys, self.extra, self.spec = which, tuple(keys), extra, None
+
+    def __get__(self, obj, cls):
+        if self.spec is None:
+            svm, prob = _models()
+            mod = svm if self.which == "svm" else prob
+            self.spec = ParamSet({k: mod.PARAMS[k] for k in self.keys}, self.extra, append_coords=_APPEND)
+        return self.spec
 
 
 class _BatchClassifier(MILClassifier):
@@ -90,9 +105,7 @@ class _BatchClassifier(MILClassifier):
         return True
 
     def _decide_append(self, bags: Bags) -> bool:
-        mode = getattr(self, "append_coords", False)
-        if isinstance(mode, str) and mode.lower() not in ("auto",):
-            mode = _as_bool_param(mode, "append_coords")
+        mode = getattr(self, "append_coords", False)     # declared: auto, true or false
         if isinstance(mode, str):                         # auto: the paper's baselines (Section 5.2)
             return (not self._uses_R()) and bags.coords is not None
         if mode and bags.coords is None:
@@ -195,6 +208,8 @@ class BatchSVMClassifier(_BatchClassifier):
         (the paper's SVM baseline, Section 5.2) and the data have coordinates.
     """
 
+    param_spec = _declared("svm", ("nu", "theta", "alpha", "thresholded", "distance", "class_weight"))
+
     def __init__(self, nu=1.0, theta=1.0, alpha=0.5, thresholded=True, distance="euclidean",
                  class_weight="none", solver="highs", time_limit=120.0, append_coords="auto", threshold="auto"):
         self.nu = nu
@@ -267,6 +282,8 @@ class BatchProbClassifier(BatchSVMClassifier):
         (``append_coords="auto"`` never appends here: BatchProb always uses R).
     """
 
+    param_spec = _declared("prob", ("nu", "alpha", "sigma", "distance", "class_weight"))
+
     def __init__(self, nu=1.0, alpha=0.5, sigma=1.0, distance="euclidean", class_weight="none", solver="highs",
                  time_limit=120.0, append_coords="auto", threshold="auto"):
         self.nu = nu
@@ -325,6 +342,9 @@ class BatchPSVMClassifier(_BatchClassifier):
         See :class:`BatchSVMClassifier` (``auto``: the PSVM baseline, θ = 0 and not learned).
     """
 
+    # θ of eq. 7 may be any finite number (the LP's θ >= 0 does not apply)
+    param_spec = _declared("svm", ("nu", "distance", "class_weight"), theta=Float(1.0))
+
     def __init__(self, nu=1.0, theta=1.0, alpha=0.5, thresholded=True, distance="euclidean", class_weight="none",
                  learn_theta=False, max_iter=500, tol=1e-6, append_coords="auto", threshold="auto"):
         self.nu = nu
@@ -358,8 +378,8 @@ class BatchPSVMClassifier(_BatchClassifier):
         R = None
         if self._needs_coords():
             R = M.similarity(bags, self.alpha, self.thresholded, self.distance)
-        w, gamma, theta, res = fit_batchpsvm(fb.X, d, R, nu=M.check_positive("nu", self.nu),
-                                             theta=M.check_theta(self.theta), learn_theta=bool(self.learn_theta),
+        w, gamma, theta, res = fit_batchpsvm(fb.X, d, R, nu=float(self.nu),
+                                             theta=float(self.theta), learn_theta=bool(self.learn_theta),
                                              max_iter=self.max_iter, tol=self.tol, weights=weights)
         self.coef_, self.gamma_, self.theta_ = w, gamma, float(theta)
         self.result_ = res

@@ -13,8 +13,8 @@ import time
 import numpy as np
 
 from milopt.data.bags import Bags
-from milopt.errors import InvalidParameterError, NoSolutionError, positive_number
-from milopt.params import parse_bool
+from milopt.errors import InvalidParameterError, NoSolutionError
+from milopt.params import Choice, Floats, Int, ParamSet, parse_bool
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
 
@@ -80,6 +80,11 @@ class DCMILClassifier(MILClassifier):
         objective (final f), nF, nG1, nG2, serious, null, criticality, cpu_seconds, C, ...
     """
 
+    # the values each key accepts, declared once (``--set`` and the constructor); help from above
+    param_spec = ParamSet(method=Choice("dcpca", ("dcpca", "dca")), C_grid=Floats(None, gt=0),
+                          inner_folds=Int(5, ge=2), max_fev=Int("auto", ge=1, choices=("auto", "medium", "large")),
+                          bundle_size=Int(100, ge=1), b2=Choice("current", ("current", "all")))
+
     def __init__(self, method="dcpca", C=1.0, inner_cv=False, C_grid=None, inner_folds=5, theta=0.7, eta=0.7,
                  m=0.01, sigma=0.01, eps=0.95, max_fev="auto", bundle_size=100, b2="current", solver="highs",
                  max_iter=50, time_limit=None, n_jobs=None, random_state=0, threshold="auto"):
@@ -105,11 +110,9 @@ class DCMILClassifier(MILClassifier):
 
     # ------------------------------------------------------------------------------------
     def _fit(self, bags: Bags):
-        if self.method not in ("dcpca", "dca"):
-            raise InvalidParameterError(f"method: expected 'dcpca' or 'dca', got {self.method!r}")
         if parse_bool("inner_cv", self.inner_cv):
             return self._fit_inner_cv(bags)
-        return self._fit_one(bags, positive_number("C", self.C))
+        return self._fit_one(bags, float(self.C))
 
     def _fit_one(self, bags: Bags, C: float):
         from milopt.algorithms import dcmil as alg
@@ -142,18 +145,12 @@ class DCMILClassifier(MILClassifier):
         from sklearn.base import clone
         from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
-        raw = C_GRID if self.C_grid is None else self.C_grid
-        if isinstance(raw, str):  # from the command line: "0.5,1,2"
-            raw = [t for t in raw.replace(";", ",").split(",") if t.strip()]
-        try:
-            grid = [float(c) for c in raw]
-        except (TypeError, ValueError):
-            grid = []
-        if not grid or any(not (c > 0 and np.isfinite(c)) for c in grid):
-            raise InvalidParameterError(f"C_grid: expected positive costs (e.g. 0.5,1,2), got {self.C_grid!r}")
+        grid = [float(c) for c in (C_GRID if self.C_grid is None else self.C_grid)]   # declared: costs > 0
+        if not grid:
+            raise InvalidParameterError("C_grid: expected positive costs (e.g. 0.5,1,2), got none")
         k = int(self.inner_folds)
         counts = np.bincount(bags.y)
-        if k < 2 or counts.min() < k:
+        if counts.min() < k:         # declared >= 2; at most the bags of the smallest class (data)
             raise InvalidParameterError(f"inner_folds: need 2 <= folds <= bags of the smallest class ({counts.min()}), "
                                         f"got {self.inner_folds}")
         base = clone(self).set_params(inner_cv=False, threshold="zero")

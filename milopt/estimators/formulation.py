@@ -20,14 +20,14 @@ import numpy as np
 
 from milopt.errors import NoSolutionError
 from milopt.estimators.base import MILClassifier
-from milopt.params import Bool, Float, Int, ParamSet, Str
+from milopt.params import TIME_LIMIT, Bool, Float, Int, ParamSet, Str
 
 __all__ = ["FormulationClassifier", "classifier_class", "SOLVER_PARAMS"]
 
 #: solver settings of every formulation estimator
 SOLVER_PARAMS = ParamSet(
     solver=Str("auto", "backend name (auto: the preferred installed backend for the problem class)"),
-    time_limit=Float(60.0, "seconds per solve; the incumbent is used when it is hit", gt=0, finite=False),
+    time_limit=TIME_LIMIT.with_default(60.0),     # a fit through a solver ends: 60 s unless set
     mip_gap=Float(None, "relative gap at which branch and bound stops", ge=0, lt=1),
     threads=Int(None, "solver threads", ge=1),
     warm_start=Bool(True, "start from the formulation's cheap feasible point (when it has one)"),

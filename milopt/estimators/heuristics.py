@@ -24,9 +24,11 @@ import time
 import numpy as np
 
 from milopt.data.bags import Bags
-from milopt.errors import InvalidDataError, InvalidParameterError, NoSolutionError, positive_number
+from milopt.errors import InvalidDataError, InvalidParameterError, NoSolutionError
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
+from milopt.mil.alternation import INITS, SOLVERS
+from milopt.params import Choice, Int, ParamSet
 from milopt.features.kernels import check_kernel, kernel_matrix, mean_embedding_kernel
 from milopt.features.summary import summary_features
 
@@ -34,6 +36,17 @@ __all__ = ["SILClassifier", "SISMMClassifier", "MISVMHeuristic", "MISMMHeuristic
            "MiSVMHeuristic", "MISMMMIQP"]
 
 SUMMARY_CHOICES = (None, "none", "univ1", "univ2", "univ1+cor", "univ2+cor")
+
+# the keys whose values these estimators restrict, declared once (``milopt fit --set`` and the
+# constructors accept the same values; help text from the class docstrings)
+_SUMMARY = Choice(None, SUMMARY_CHOICES[2:])
+_SLACK_COSTS = ("kent-yu", "balanced", "none")                    # milopt.numerics.slack_costs
+
+
+def _summary_rule(values: dict) -> None:
+    """The rule between two keys (``param_rules``): summary features replace the SMM kernel."""
+    if values.get("distributional") and values.get("summary") not in (None, "none"):
+        raise InvalidParameterError("summary: not used with the SMM kernel (distributional=True)")
 
 
 def _need_samples(bags: Bags, who: str):
@@ -48,6 +61,8 @@ class _KernelMIL(MILClassifier):
 
     distributional = False
     summary = None
+    param_spec = ParamSet(summary=_SUMMARY)
+    param_rules = (_summary_rule,)
 
     # ---------------------------------------------------------------- training side
     def _prepare(self, bags: Bags):
@@ -55,12 +70,8 @@ class _KernelMIL(MILClassifier):
         from sklearn.preprocessing import StandardScaler
 
         summ = None if self.summary in (None, "none") else self.summary
-        if summ is not None and summ not in SUMMARY_CHOICES:
-            raise InvalidParameterError(f"summary: expected one of univ1, univ2, univ1+cor, univ2+cor, got {summ!r}")
         self.summary_ = summ
         self.distributional_ = bool(self.distributional)
-        if self.distributional_ and summ is not None:
-            raise InvalidParameterError("summary: not used with the SMM kernel (distributional=True)")
         if self.distributional_:
             _need_samples(bags, type(self).__name__)
             S = bags.samples
@@ -174,6 +185,9 @@ class SILClassifier(_KernelMIL):
     random_state : int
     """
 
+    param_spec = ParamSet(summary=_SUMMARY, class_weight=Choice("balanced", ("balanced", "balanced-instances", "none"),
+                                                                none=True))
+
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight="balanced", distributional=False, summary=None,
                  scale_samples=True, tol=1e-3, random_state=0, threshold="auto"):
         self.C = C
@@ -192,10 +206,6 @@ class SILClassifier(_KernelMIL):
 
         from milopt.estimators.base import class_weights
 
-        positive_number("C", self.C)
-        if self.class_weight not in ("balanced", "balanced-instances", "none", None):
-            raise InvalidParameterError(f"class_weight: expected 'balanced', 'balanced-instances' or 'none', got "
-                                        f"{self.class_weight!r}")
         t0 = time.perf_counter()
         K, X = self._prepare(bags)
         y = bags.instance_bag_y
@@ -269,6 +279,10 @@ class MISVMHeuristic(_KernelMIL):
     random_state : int
     """
 
+    param_spec = ParamSet(summary=_SUMMARY, slack=Choice("bag", ("instance", "bag")),
+                          class_weight=Choice("balanced", _SLACK_COSTS, none=True), init=Choice("centroid", INITS),
+                          solver=Choice("auto", SOLVERS))
+
     def __init__(self, C=1.0, kernel="linear", gamma="scale", slack="bag", class_weight="balanced", init="centroid",
                  restarts=3, max_iter=50, solver="auto", tol=1e-3, distributional=False, summary=None,
                  scale_samples=True, scale_C=True, random_state=0, threshold="auto"):
@@ -292,7 +306,6 @@ class MISVMHeuristic(_KernelMIL):
     def _fit(self, bags: Bags):
         from milopt.algorithms.mi_heuristics import misvm_alternate
 
-        positive_number("C", self.C)
         if bags.n_classes > 2:
             raise InvalidParameterError("MI-SVM: binary bag labels are required")
         t0 = time.perf_counter()
@@ -362,6 +375,8 @@ class MiSVMHeuristic(_KernelMIL):
     distributional, summary, scale_samples, random_state : as :class:`MISVMHeuristic`
     """
 
+    param_spec = ParamSet(summary=_SUMMARY, class_weight=Choice("balanced", ("balanced", "none"), none=True))
+
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight="balanced", max_iter=50, tol=1e-3,
                  distributional=False, summary=None, scale_samples=True, random_state=0, threshold="auto"):
         self.C = C
@@ -379,7 +394,6 @@ class MiSVMHeuristic(_KernelMIL):
     def _fit(self, bags: Bags):
         from milopt.algorithms.mi_heuristics import mi_svm_alternate
 
-        positive_number("C", self.C)
         t0 = time.perf_counter()
         K, X = self._prepare(bags)
         if K is None:
@@ -431,6 +445,8 @@ class MISMMMIQP(MILClassifier):
 
     #: solved through the MIQP driver: ``threshold='auto'`` chooses on the training scores
     threshold_rule = "training"
+    param_spec = ParamSet(m=Int(240, ge=1), rank=Int(None, ge=1), class_weight=Choice("kent-yu", _SLACK_COSTS, none=True),
+                          init=Choice("centroid", INITS))
 
     def __init__(self, C=1.0, gamma="scale", m=240, rank=None, class_weight="kent-yu", solver="scip", time_limit=30.0,
                  mip_gap=None, restarts=1, max_iter=50, threads=None, scale_samples=True, init="centroid",
@@ -461,7 +477,6 @@ class MISMMMIQP(MILClassifier):
         from milopt.solvers.pipeline import build_and_solve
 
         _need_samples(bags, "mismm-miqp")
-        positive_number("C", self.C)
         t0 = time.perf_counter()
         S = bags.samples
         self.scaler_ = StandardScaler().fit(S) if self.scale_samples else None

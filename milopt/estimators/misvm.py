@@ -1,7 +1,6 @@
 """MI-SVM estimator solved exactly as a mixed-integer program (``milopt fit misvm-miqp``)."""
 from __future__ import annotations
 
-from milopt.errors import InvalidParameterError
 from milopt.estimators.formulation import FormulationClassifier, formulation_params
 from milopt.estimators.registry import register_method
 from milopt.numerics import misvm_objective, sil_start
@@ -69,14 +68,10 @@ class MISVMClassifier(FormulationClassifier):
         self.threshold = threshold
 
     def _model_params(self) -> dict:
-        if self.method != "miqp":
-            raise InvalidParameterError(f"method: expected 'miqp', got {self.method!r} "
-                                        "(the alternating heuristic is milopt fit misvm-heuristic)")
         return {"C": self.C, "class_weight": self.class_weight, "big_m": self.big_m, "norm": self.norm,
                 "disjunction": self.disjunction}
 
     def _start(self, bags, typed):
-        self.param_spec["C"].parse(self.C, "C")
         start = sil_start(bags, C=float(self.C), random_state=self.random_state)
         ub = misvm_objective(bags, start[0], start[1], self.C, self.class_weight, norm=typed.get("norm", "l2"))
         return start, {"upper_bound": ub}

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from milopt.algorithms.pdmisvm import (KERNELS, check_params, kernel_features, kernel_matrix, pdmisvm_admm)
+from milopt.algorithms.pdmisvm import MAX_PROX, kernel_features, kernel_matrix, pdmisvm_admm
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.estimators.base import MILClassifier, class_weights
 from milopt.estimators.registry import register_method
+from milopt.params import Choice, Float, Int, ParamSet
 
 __all__ = ["PDMISVMClassifier"]
 
@@ -24,6 +25,28 @@ PRESETS = {
     "paper-rbf": {"variant": "kernel", "kernel": "rbf", "C": 1e-3, "mu": 1e-10, "tol": 1e-5, "max_prox": "paper"},
     "paper-linear": {"variant": "inexact", "C": 1e4, "mu": 1e-8, "tol": 1e-5, "max_prox": "paper"},
 }
+
+
+_PRESET_KEYS = ("C", "mu", "rho", "max_iter", "tol", "variant", "kernel", "gamma", "n_components", "max_prox")
+
+
+def _with_preset(values: dict) -> dict:
+    """The hyper-parameters of ``values`` with their ``preset`` applied; a key the preset sets
+    that was given another non-default value is refused (the rule between keys of
+    :class:`PDMISVMClassifier`)."""
+    import inspect
+
+    out = {k: values[k] for k in _PRESET_KEYS}
+    preset = values.get("preset")
+    if preset in (None, "none", "None", ""):
+        return out
+    defaults = {k: v.default for k, v in inspect.signature(PDMISVMClassifier.__init__).parameters.items()}
+    for k, v in PRESETS[preset].items():
+        mine = out[k]
+        if mine != defaults.get(k) and mine != v:
+            raise InvalidParameterError(f"preset={preset} sets {k}={v!r} but {k}={mine!r} was given; drop one of them")
+        out[k] = v
+    return out
 
 
 class PDMISVMClassifier(MILClassifier):
@@ -84,6 +107,12 @@ class PDMISVMClassifier(MILClassifier):
     fit_info_ : dict
     """
 
+    # the values each key accepts, declared once (``--set`` and the constructor); help from above
+    param_rules = (_with_preset,)             # a preset against a key it sets (before any work)
+    param_spec = ParamSet(mu=Float(1e-3, gt=0), rho=Float(1.2, gt=1), variant=Choice("exact", VARIANT_CHOICES),
+                          n_components=Int(None, ge=1), max_prox=Choice("exact", MAX_PROX),
+                          preset=Choice(None, tuple(PRESETS)), class_weight=Choice("none", ("none", "balanced"), none=True))
+
     def __init__(self, C=1.0, mu=1e-3, rho=1.2, max_iter=1000, tol=1e-6, variant="exact", kernel="rbf",
                  gamma="scale", n_components=None, max_prox="exact", random_state=0, preset=None,
                  class_weight="none", threshold="auto"):
@@ -105,42 +134,13 @@ class PDMISVMClassifier(MILClassifier):
     # ------------------------------------------------------------------ fit
     def effective_params(self) -> dict:
         """The hyper-parameters the fit uses: the constructor's, with ``preset`` applied."""
-        import inspect
-
-        keys = ("C", "mu", "rho", "max_iter", "tol", "variant", "kernel", "gamma", "n_components", "max_prox")
-        out = {k: getattr(self, k) for k in keys}
-        if self.preset in (None, "none", "None", ""):
-            return out
-        if self.preset not in PRESETS:
-            raise InvalidParameterError(f"preset: expected one of {', '.join(PRESETS)} (or none), got {self.preset!r}")
-        defaults = {k: v.default for k, v in inspect.signature(type(self).__init__).parameters.items()}
-        for k, v in PRESETS[self.preset].items():
-            mine = out[k]
-            if mine != defaults.get(k) and mine != v:
-                raise InvalidParameterError(f"preset={self.preset} sets {k}={v!r} but {k}={mine!r} was given; "
-                                            f"drop one of them")
-            out[k] = v
-        return out
-
-    def _validate(self):
-        p = self.effective_params()
-        if p["variant"] not in VARIANT_CHOICES:
-            raise InvalidParameterError(f"variant: expected one of {', '.join(VARIANT_CHOICES)}, got {p['variant']!r}")
-        check_params(p["C"], p["mu"], p["rho"], p["max_iter"], p["tol"],
-                     "exact" if p["variant"] == "kernel" else p["variant"], p["max_prox"])
-        if p["variant"] == "kernel" and p["kernel"] not in KERNELS:
-            raise InvalidParameterError(f"kernel: expected one of {', '.join(KERNELS)}, got {p['kernel']!r}")
-        return p
-
-    def fit(self, bags, y=None):
-        self._validate()                      # refuse bad hyper-parameters before touching data
-        return super().fit(bags, y)
+        return _with_preset({k: getattr(self, k) for k in (*_PRESET_KEYS, "preset")})
 
     def _fit(self, bags: Bags):
         yk = np.unique(bags.y, return_inverse=True)[1]  # 0..K-1 whatever labels the caller used
         K = self.classes_.size
         X = bags.X
-        p = self._validate()
+        p = self.effective_params()
         self.variant_, self.kernel_ = p["variant"], p["kernel"]
         kw = dict(C=p["C"], mu=p["mu"], rho=p["rho"], max_iter=p["max_iter"], tol=p["tol"], max_prox=p["max_prox"],
                   bag_weights=class_weights(bags.y, self.class_weight))

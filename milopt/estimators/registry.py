@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from milopt.errors import InvalidParameterError
-from milopt.params import THRESHOLD, Bool, Float, Int, ParamSet
+from milopt.estimators.declaration import COMMON, check_rules, declaration  # noqa: F401  (read by milopt fit)
+from milopt.params import ParamSet
 from milopt.plugins import import_all
 
 METHOD_MODULES = [
@@ -29,30 +30,6 @@ METHOD_MODULES = [
     "milopt.estimators.batch",
     "milopt.estimators.vgpmil",
 ]
-
-#: declarations shared by every method that has a constructor parameter of that name (the
-#: estimator's own default is kept)
-COMMON = ParamSet(
-    C=Float(1.0, "misclassification cost", gt=0),
-    nu=Float(1.0, "cost of the slacks", gt=0),
-    time_limit=Float(None, "seconds per solve", gt=0, finite=False),
-    mip_gap=Float(None, "relative gap at which branch and bound stops", ge=0, lt=1),
-    tol=Float(1e-3, "stopping tolerance", gt=0),
-    max_iter=Int(50, "maximum number of iterations", ge=1),
-    restarts=Int(1, "random restarts", ge=1),
-    threads=Int(None, "solver threads", ge=1),
-    random_state=Int(0, "seed", none=True),
-    warm_start=Bool(True, "start the solver from a cheap feasible point"),
-    scale_samples=Bool(True, "standardise the samples of distributional instances"),
-    distributional=Bool(False, "instances are samples (kernel mean embeddings)"),
-    threshold=THRESHOLD,
-)
-
-
-def _declared(cls) -> ParamSet:
-    own = ParamSet.coerce_spec(getattr(cls, "param_spec", None))
-    return ParamSet(COMMON, own)
-
 
 @dataclass(frozen=True)
 class MethodSpec:
@@ -68,31 +45,20 @@ class MethodSpec:
 
     @property
     def params(self) -> ParamSet:
-        """The typed declaration of the method's keys (defaults are the constructor's; a key
-        declared without help text is described from the class docstring's Parameters section)."""
-        ps = ParamSet.from_signature(self.cls.__init__, skip=self.fixed, declared=_declared(self.cls))
-        sig_defaults = _signature_defaults(self.cls)
-        docs = None
-        for k, p in ps.items():
-            fix_default = k in sig_defaults and p.default != sig_defaults[k]
-            if not fix_default and p.help:
-                continue
-            q = p.named(k)
-            if fix_default:
-                q.default = sig_defaults[k]
-                q.none = q.none or q.default is None
-            if not q.help:
-                docs = _docstring_params(self.cls) if docs is None else docs
-                q.help = docs.get(k, "")
-            dict.__setitem__(ps, k, q)
-        return ps
+        """The typed declaration of the method's keys: :func:`declaration` of its class, less the
+        keys its name fixes."""
+        return ParamSet({k: p for k, p in declaration(self.cls).items() if k not in self.fixed})
 
     def keys(self) -> list[str]:
         return list(self.params)
 
     def validate(self, params: dict | None) -> dict:
-        """Typed copy of ``params`` (unknown keys and bad values raise, naming the key)."""
-        return self.params.validate(params, self.name)
+        """Typed copy of ``params`` (unknown keys and bad values raise, naming the key; so do two
+        values that cannot go together, with the method's other values, :func:`check_rules`)."""
+        typed = self.params.validate(params, self.name)
+        if getattr(self.cls, "param_rules", ()):
+            check_rules(self.cls, {**self.params.defaults(), **self.fixed, **typed})
+        return typed
 
     def resolve(self, params: dict | None, seed: int | None = None) -> dict:
         """Every constructor value the method uses: defaults completed by ``params``."""
@@ -111,87 +77,6 @@ class MethodSpec:
             return self.cls(**kw)
         except TypeError as exc:
             raise InvalidParameterError(f"{self.name}: {exc}") from None
-
-
-def _numpydoc_params(doc: str) -> dict:
-    """``{name: (type, description)}`` of a numpydoc ``Parameters`` section (names listed
-    together, ``a, b : float``, share their entry)."""
-    import inspect
-    import re
-
-    lines = inspect.cleandoc(doc or "").splitlines()
-    out = {}
-    try:
-        start = next(i for i, ln in enumerate(lines[:-1]) if ln.strip() == "Parameters" and
-                     set(lines[i + 1].strip()) == {"-"})
-    except StopIteration:
-        return out
-    names, typ, desc = [], "", []
-
-    def flush():
-        text = " ".join(d.strip() for d in desc if d.strip())
-        for n in names:
-            out.setdefault(n, (typ, text))
-
-    for ln in lines[start + 2:]:
-        if ln.strip() and not ln.startswith(" ") and len(ln.strip()) > 0:
-            if re.fullmatch(r"-{3,}", ln.strip()):     # the next section's underline: stop
-                names = names[:0] if not desc else names
-                break
-            flush()
-            head, _, typ = ln.partition(" : ")
-            names = [n.strip() for n in head.split(",") if n.strip()]
-            typ, desc = typ.strip(), []
-            if not re.fullmatch(r"[A-Za-z_][\w, ]*", head.strip()):   # a section title (Attributes, ...)
-                names = []
-                break
-        else:
-            desc.append(ln)
-    flush()
-    return out
-
-
-def _first_sentence(text: str) -> str:
-
-    depth, cut = 0, len(text)
-    for i, ch in enumerate(text):   # the first ". " outside parentheses ends the sentence
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if ch == "." and depth <= 0 and (i + 1 == len(text) or text[i + 1].isspace()) \
-                and not text[:i].lower().endswith(("eq", "eqs", "e.g", "i.e", "et al", "cf", "sec", "fig")):
-            cut = i
-            break
-    return text[:cut].strip()
-
-
-def _docstring_params(cls) -> dict:
-    """Help text per constructor key from the numpydoc ``Parameters`` sections of ``cls``, its
-    bases and the other classes of its module (for entries that say "see OtherClass"): the
-    first sentence of the description, else the accepted values given as the type."""
-    import re
-    import sys
-
-    found: dict = {}
-    classes = [c for c in cls.__mro__ if c.__doc__]
-    mod = sys.modules.get(cls.__module__)
-    if mod is not None:
-        classes += [c for c in vars(mod).values() if isinstance(c, type) and c.__doc__ and c not in classes]
-    for c in classes:
-        for name, (typ, desc) in _numpydoc_params(c.__doc__).items():
-            text = _first_sentence(desc) if desc and not desc.lower().startswith("see ") else ""
-            if not text and typ and not typ.lower().startswith("see "):
-                text = typ
-            if text and name not in found:
-                text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text)     # reST roles and literals read as plain text
-                found[name] = text.replace("``", "")
-    return found
-
-
-def _signature_defaults(cls) -> dict:
-    import inspect
-
-    return {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()
-            if p.default is not p.empty}
 
 
 _METHODS: dict[str, MethodSpec] = {}

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from milopt.algorithms.vgpmil import fit_vgpmil, inducing_points, make_gsm, median_sq_distance
+from milopt.algorithms.vgpmil import GSM, fit_vgpmil, inducing_points, make_gsm, median_sq_distance
 from milopt.data.bags import Bags
 from milopt.errors import InvalidParameterError
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
-from milopt.params import Bool, Choice, Float, Int, ParamSet, parse_bool
+from milopt.params import Bool, Choice, Float, Floats, Int, ParamSet, parse_bool
 from milopt.solvers.result import Termination
 
 __all__ = ["VGPMILClassifier"]
@@ -119,12 +119,15 @@ class VGPMILClassifier(MILClassifier):
     # declared once: what `milopt list` shows and what `--set` / `--tune` accept (the rest is inferred
     # from the constructor's defaults); `_validate_params` re-checks values given from Python
     param_spec = ParamSet(
-        theta=Choice("gamma", ("gamma", "pg"), "GSM of the likelihood: gamma (G-VGPMIL) or pg (logistic, VGPMIL)"),
+        theta=Choice("gamma", ("gamma", "pg"), "GSM of the likelihood: gamma (G-VGPMIL) or pg (logistic, VGPMIL)",
+                     objects=(GSM, tuple)),   # from Python also a GSM or a (ψ, ψ') pair, checked by make_gsm
         alpha=Float(1.0, "Gamma GSM shape α (eq. 38)", gt=0),
         beta=Float(1.0, "Gamma GSM rate β (eq. 38)", gt=0),
         n_inducing=Int(200, "number of inducing points M", ge=1),
         inducing_init=Choice("kmeans", ("kmeans", "random"), "inducing inputs: k-means centres or a random subset"),
         variance=Float(4.0, "kernel variance v", gt=0),
+        lengthscale=Float("auto", gt=0, choices=("auto",)),
+        lengthscale_grid=Floats((0.25,), gt=0),
         mean=Choice("auto", ("auto", "constant", "zero"),
                     "prior mean: learned constant (logistic only), zero (paper), auto = constant for pg"),
         H=Float(100.0, "bag likelihood H^G/(H+1) (eq. 4)", gt=1, finite=False),
@@ -193,12 +196,8 @@ class VGPMILClassifier(MILClassifier):
         return threadpool_limits(limits=int(self.blas_threads), user_api="blas")
 
     def _validate_params(self):
+        super()._validate_params()                           # the declared keys, before any work
         make_gsm(self.theta, self.alpha, self.beta)         # theta may also be a custom (ψ, ψ') pair
-        for key, param in self.param_spec.items():           # the declared keys: choices, bounds, booleans
-            if key != "theta":
-                param.parse(getattr(self, key), key)
-        if not (self.lengthscale == "auto" or (isinstance(self.lengthscale, (int, float)) and self.lengthscale > 0)):
-            raise InvalidParameterError(f"lengthscale: expected 'auto' or a positive float, got {self.lengthscale!r}")
 
     def _core(self, X, ptr, y, Z, lengthscale, max_iter, validation=None, tol=None):
         return fit_vgpmil(X, ptr, y, Z=Z, variance=float(self.variance), lengthscale=float(lengthscale),
@@ -216,7 +215,6 @@ class VGPMILClassifier(MILClassifier):
 
     # ------------------------------------------------------------------ fit
     def _fit(self, bags: Bags):
-        self._validate_params()
         if bags.n_classes > 2:
             raise InvalidParameterError("VGPMIL is a binary MIL model; got more than two bag classes")
         with self._limits():
@@ -228,18 +226,11 @@ class VGPMILClassifier(MILClassifier):
         med = median_sq_distance(bags.X, random_state=seed)
         M = int(self.n_inducing)
         if self.lengthscale == "auto":
-            grid = self.lengthscale_grid
-            if isinstance(grid, str):           # CLI: --set lengthscale_grid=0.125,0.25,0.5
-                grid = [g for g in grid.replace(";", ",").split(",") if g.strip()]
-            elif np.isscalar(grid):
-                grid = [grid]
-            try:
-                candidates = [float(f) * med for f in grid]
-            except (TypeError, ValueError):
-                raise InvalidParameterError(f"lengthscale_grid: expected positive multipliers such as 0.125,0.25,0.5; "
-                                            f"got {self.lengthscale_grid!r}") from None
-            if not candidates or min(candidates) <= 0:
-                raise InvalidParameterError(f"lengthscale_grid: expected positive multipliers, got {self.lengthscale_grid!r}")
+            grid = self.lengthscale_grid                  # declared: multipliers > 0
+            candidates = [float(f) * med for f in ([grid] if np.isscalar(grid) else grid)]
+            if not candidates:
+                raise InvalidParameterError("lengthscale_grid: expected positive multipliers such as 0.125,0.25,0.5; "
+                                            "got none")
         else:
             candidates = [float(self.lengthscale)]
         use_val = (parse_bool("early_stopping", self.early_stopping) and float(self.validation_fraction) > 0

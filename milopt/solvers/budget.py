@@ -8,7 +8,7 @@ No stage is ever handed :math:`T` again.  When less than :data:`MIN_SOLVER_SECON
 before the solver starts, the result is ``termination=time_limit`` with no solution, without
 calling the solver.
 
-:func:`parse_time_limit` is the one reading of a time limit (``--time-limit``, ``--set
+:func:`parse_time_limit` (declared in :mod:`milopt.params`, the lowest layer, and re-exported here) is the one reading of a time limit (``--time-limit``, ``--set
 time_limit``, ``time_limit=`` in Python): seconds > 0, finite, and no more than the platform can
 wait for (:data:`MAX_SECONDS`, the largest timeout Python's ``threading`` accepts; a larger
 value would overflow a C ``time_t`` or a timeout somewhere below).
@@ -16,39 +16,14 @@ value would overflow a C ``time_t`` or a timeout somewhere below).
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 import time
 
+from milopt.params import MAX_SECONDS, parse_time_limit  # noqa: F401  (the one reading, re-exported)
 from milopt.solvers.result import SolutionStatus, SolveResult, Termination
 
 #: the least time handed to a solver (seconds): below this a solver cannot even start
 MIN_SOLVER_SECONDS = 0.05
-
-#: the longest time limit accepted: the platform's largest timeout (``threading.TIMEOUT_MAX``,
-#: about 292 years on 64-bit Linux)
-MAX_SECONDS = float(threading.TIMEOUT_MAX)
-
-
-def parse_time_limit(value, name: str = "time_limit") -> float | None:
-    """A time limit as float seconds in (0, :data:`MAX_SECONDS`], None for None; else one
-    :class:`~milopt.errors.InvalidParameterError` line naming ``name``, the value and the fix
-    (``time_limit: expected seconds > 0, got 0``)."""
-    from milopt.errors import InvalidParameterError
-
-    if value is None:
-        return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        v = math.nan
-    if isinstance(value, bool) or not (v > 0 and math.isfinite(v)):
-        raise InvalidParameterError(f"{name}: expected seconds > 0, got {value!r}")
-    if v > MAX_SECONDS:
-        raise InvalidParameterError(f"{name}: {v:g} s is beyond what this platform can wait for "
-                                    f"(at most {MAX_SECONDS:.4g} s); give a smaller limit, or none for no limit")
-    return v
-
 
 class TimeBudget:
     """One time limit for a whole command, started once (``limit=None``: no limit).
