@@ -1,6 +1,8 @@
 """milopt: optimization models and algorithms for support-vector multiple-instance learning."""
+from milopt import _version
+
 #: the version of this milopt
-__version__ = "0.1.0"
+__version__ = _version.__version__
 
 from milopt import _startup  # noqa: E402
 

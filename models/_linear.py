@@ -10,9 +10,10 @@ Speed (see docs/build_export.md):
   garbage collector running, the collections triggered by those allocations dominated the
   build (MUSK2: 3.2 s with GC, 1.0 s without).  Rows are therefore created inside
   ``pyomo.common.gc_manager.PauseGC``.
-* The sparse matrix each call was built from is remembered on the constraint component
-  (:class:`RowCache`, attribute ``_milopt_rows``).  ``milopt.solvers.extract`` reuses it
-  instead of walking 10^6 expression terms, *after checking row by row* that the constraint
+* The sparse matrix each call was built from is attached to the constraint component (a
+  :class:`~milopt.models.matrices.RowMatrix`, :func:`~milopt.models.matrices.attach`).
+  ``milopt.solvers.extract`` reads it instead of walking 10^6 expression terms, *after checking
+  row by row* that the constraint
   still holds the very expression object created here (``ConstraintData._expr`` identity) and
   is active.  Pyomo expressions are immutable, so a row whose expression object is unchanged
   has unchanged coefficients and bounds; rows replaced with ``set_value``, deleted or
@@ -25,13 +26,13 @@ the HiGHS/SCIP interfaces and the MPS writer all fail.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pyomo.environ as pe
 import scipy.sparse as sp
 from pyomo.common.gc_manager import PauseGC
 from pyomo.core.expr.numeric_expr import LinearExpression
+
+from milopt.models.matrices import ObjectiveMatrix, RowMatrix, attach, matrix_of
 
 
 def var_list(*components) -> list:
@@ -43,40 +44,6 @@ def var_list(*components) -> list:
         else:
             out.append(comp)
     return out
-
-
-@dataclass
-class RowCache:
-    """The matrix a block of rows was built from (see module docstring).
-
-    Attributes
-    ----------
-    A : scipy.sparse.csr_matrix, shape (m, len(variables))
-    variables : tuple of VarData
-        Column order of ``A``.
-    lb, ub : ndarray (m,)
-        Row bounds (±inf when absent).
-    datas : tuple of ConstraintData
-        The row objects, in the order of the rows of ``A``.
-    exprs : tuple
-        ``ConstraintData._expr`` of each row at build time (identity is checked).
-    """
-
-    A: sp.csr_matrix
-    variables: tuple
-    lb: np.ndarray
-    ub: np.ndarray
-    datas: tuple
-    exprs: tuple
-
-    def valid_rows(self, component) -> np.ndarray:
-        """Boolean mask (m,): row r is still active and holds the expression built here."""
-        m = len(self.datas)
-        if not component.active:
-            return np.zeros(m, dtype=bool)
-        return np.fromiter(
-            (d.active and d._expr is e and d.parent_component() is component for d, e in zip(self.datas, self.exprs)),
-            dtype=bool, count=m)
 
 
 def add_linear_rows(model, name: str, A, variables: list, lb=None, ub=None, index=None):
@@ -98,7 +65,7 @@ def add_linear_rows(model, name: str, A, variables: list, lb=None, ub=None, inde
     Returns
     -------
     IndexedConstraint
-        The new component; its ``_milopt_rows`` attribute holds a :class:`RowCache`.
+        The new component, with its :class:`~milopt.models.matrices.RowMatrix` attached.
     """
     A = sp.csr_matrix(A, dtype=float)
     A.sum_duplicates()
@@ -125,31 +92,12 @@ def add_linear_rows(model, name: str, A, variables: list, lb=None, ub=None, inde
         comp = getattr(model, name)
         comp._rule = None  # the construction closure is not needed any more (and is not picklable)
         datas = tuple(comp[k] for k in idx)
-        comp._milopt_rows = RowCache(A=A, variables=tuple(variables), lb=lb, ub=ub, datas=datas,
-                                     exprs=tuple(d._expr for d in datas))
+        attach(comp, RowMatrix(A=A, variables=tuple(variables), lb=lb, ub=ub, datas=datas,
+                               exprs=tuple(d._expr for d in datas)))
     return comp
 
 
 # ------------------------------------------------------------ quadratic objectives from matrices
-@dataclass
-class QuadCache:
-    """The matrices an objective ``c0 + cᵀx + ½ xᵀQx`` was built from (see :class:`MatrixObjective`).
-
-    Attributes
-    ----------
-    c : ndarray (n,)
-    Q : ndarray (n, n) or scipy.sparse matrix, symmetric
-    c0 : float
-    variables : tuple of VarData
-        Column order of ``c`` and ``Q``.
-    """
-
-    c: np.ndarray
-    Q: object
-    c0: float
-    variables: tuple
-
-
 def quadratic_expression(c, Q, variables, c0=0.0):
     """The Pyomo expression ``c0 + cᵀx + ½ xᵀQx`` (one term per upper-triangle nonzero of Q).
 
@@ -173,8 +121,9 @@ def quadratic_expression(c, Q, variables, c0=0.0):
 def add_quadratic_objective(model, name: str, variables: list, c=None, Q=None, c0: float = 0.0, sense=pe.minimize):
     """Add the objective ``c0 + cᵀx + ½ xᵀQx`` held as matrices (``model.<name>``).
 
-    The matrices are kept on the component (attribute ``_milopt_quad``, a :class:`QuadCache`)
-    and :func:`milopt.solvers.extract` reads them directly, so a dense Q reaches a
+    The matrices are attached to the component (an
+    :class:`~milopt.models.matrices.ObjectiveMatrix`) and :func:`milopt.solvers.extract` reads
+    them directly, so a dense Q reaches a
     matrix-based backend (Ipopt, HiGHS export, SCIP native) in the time numpy takes to slice it;
     the Pyomo expression is only built if a Pyomo-based solver or writer reads it.
     """
@@ -187,7 +136,7 @@ def add_quadratic_objective(model, name: str, variables: list, c=None, Q=None, c
             raise ValueError(f"add_quadratic_objective({name}): Q has shape {Q.shape} for {n} variables")
         if not sp.issparse(Q):
             Q = np.asarray(Q, dtype=float)
-    obj = MatrixObjective(QuadCache(c=c, Q=Q, c0=float(c0), variables=tuple(variables)), sense=sense)
+    obj = MatrixObjective(ObjectiveMatrix(c=c, Q=Q, c0=float(c0), variables=tuple(variables)), sense=sense)
     setattr(model, name, obj)
     return getattr(model, name)
 
@@ -198,13 +147,13 @@ from pyomo.core.base.objective import ScalarObjective  # noqa: E402
 class MatrixObjective(ScalarObjective):
     """A scalar objective whose expression is built from its matrices on first use.
 
-    ``_milopt_quad`` holds the :class:`QuadCache` while the expression is the one described by
-    it (built lazily, or never); giving the objective another expression (``set_value`` /
-    ``expr = ...``) drops the cache, so the extractor then reads the new expression."""
+    Its :class:`~milopt.models.matrices.ObjectiveMatrix` stays attached while the expression is
+    the one described by it (built lazily, or never); giving the objective another expression
+    (``set_value`` / ``expr = ...``) detaches it, so the extractor then reads the new expression."""
 
-    def __init__(self, cache: QuadCache, sense=pe.minimize):
-        self.__dict__["_milopt_lazy"] = None
-        self.__dict__["_milopt_quad"] = cache
+    def __init__(self, matrix: ObjectiveMatrix, sense=pe.minimize):
+        self.__dict__["_lazy_args"] = None
+        attach(self, matrix)
         super().__init__(sense=sense)
         self.construct()
         self.set_sense(sense)
@@ -212,23 +161,19 @@ class MatrixObjective(ScalarObjective):
     @property
     def _args_(self):
         d = self.__dict__
-        args = d.get("_milopt_lazy")
+        args = d.get("_lazy_args")
         if args is None or args == (None,):
-            q = d.get("_milopt_quad")
+            q = matrix_of(self)
             if q is None:
                 return (None,) if args is None else args
-            d["_milopt_lazy"] = args = (quadratic_expression(q.c, 0 * sp.eye(len(q.variables)) if q.Q is None else q.Q,
+            d["_lazy_args"] = args = (quadratic_expression(q.c, 0 * sp.eye(len(q.variables)) if q.Q is None else q.Q,
                                                              q.variables, q.c0),)
-            d["_milopt_built"] = args[0]
+            d["_built_expr"] = args[0]
         return args
 
     @_args_.setter
     def _args_(self, value):
         d = self.__dict__
-        if value != (None,) and d.get("_milopt_quad") is not None and value[0] is not d.get("_milopt_built"):
-            d["_milopt_quad"] = None  # a new expression replaces the matrices
-        d["_milopt_lazy"] = value
-
-    def quad_cache(self):
-        """The :class:`QuadCache` when the objective still is the matrix objective, else None."""
-        return self.__dict__.get("_milopt_quad")
+        if value != (None,) and matrix_of(self) is not None and value[0] is not d.get("_built_expr"):
+            attach(self, None)  # a new expression replaces the matrices
+        d["_lazy_args"] = value

@@ -32,7 +32,7 @@ PACKAGES = ((ROOT / "milopt", "milopt"), (ROOT / "models", "milopt.models"))
 
 #: (layer, module prefixes), lowest first; the longest matching prefix places a module
 LAYERS = (
-    ("foundation", ("milopt.errors", "milopt.jsonutil", "milopt._startup", "milopt.processes")),
+    ("foundation", ("milopt.errors", "milopt.jsonutil", "milopt._startup", "milopt._version", "milopt.processes")),
     ("declarations and results", ("milopt.params", "milopt.plugins", "milopt.matrix", "milopt.solvers.result")),
     ("data and QP solvers", ("milopt.segments", "milopt.data", "milopt.features", "milopt.io", "milopt.qp")),
     ("MIL mathematics", ("milopt.numerics", "milopt.mil")),

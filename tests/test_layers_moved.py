@@ -39,3 +39,23 @@ def test_from_old_path_import_names():
 def test_an_unknown_algorithms_module_still_fails():
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("milopt.algorithms.svm_nothing")
+
+
+def test_nothing_in_the_repository_uses_the_old_paths():
+    """The package, its tests, benchmarks, examples and docs name the new modules (the old paths
+    stay for users' code only)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    old = re.compile(r"milopt[./]algorithms[./](svm_dcd|svm_ipm|svm_active_set|qp_simplex)\b")
+    allowed = {"milopt/algorithms/__init__.py", "tests/test_layers_moved.py", "docs/history.md"}
+    found = []
+    for folder in ("milopt", "models", "tests", "benchmarks", "examples", "docs"):
+        for f in sorted((root / folder).rglob("*")):
+            rel = f.relative_to(root).as_posix()
+            if f.suffix not in (".py", ".md", ".rst", ".toml") or rel in allowed or "/_build/" in rel:
+                continue
+            found += [f"{rel}:{n}" for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
+                      if old.search(line)]
+    assert not found, "old module paths (use milopt.qp.*): " + ", ".join(found)

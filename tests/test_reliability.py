@@ -187,7 +187,9 @@ def test_matrix_objective_matches_the_expression_and_drops_its_cache_when_replac
     m.x[0].value, m.x[1].value, m.x[2].value = 1.0, 2.0, 0.0
     assert pe.value(m.obj) == pytest.approx(3 + 1 - 2 + 0.5 * np.array([1, 2, 0]) @ Q @ np.array([1, 2, 0]))
     m.obj.expr = m.x[0]
-    assert m.obj.quad_cache() is None
+    from milopt.models.matrices import matrix_of
+
+    assert matrix_of(m.obj) is None
     assert extract(m).Q is None
 
 

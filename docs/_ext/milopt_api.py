@@ -27,6 +27,7 @@ PUBLIC_MODULES = [
     "milopt.data",
     "milopt.models",
     "milopt.models.info",
+    "milopt.models.matrices",
     "milopt.matrix",
     "milopt.solvers",
     "milopt.solvers.rewrites",

@@ -120,7 +120,7 @@ def _special_violation(model) -> tuple[float, str]:
 
     for blk in info(model).indicators or ():
         try:
-            zs, rows = blk["binaries"], list(blk["rows"]._milopt_rows.datas)  # see milopt.solvers.extract
+            zs, rows = blk["binaries"], list(blk["rows"].values())  # one row per binary, in order
         except (TypeError, KeyError, AttributeError):
             continue
         for z, row in zip(zs, rows):

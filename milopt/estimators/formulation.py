@@ -45,7 +45,7 @@ class formulation_params:
 
     def __get__(self, obj, cls):
         if cls not in self._cache:
-            from milopt import models
+            import milopt.models as models
 
             form = models.formulation(cls._formulation)
             self._cache[cls] = ParamSet(SOLVER_PARAMS, {k: form.params[k] for k in self.keys}, self.extra)
@@ -91,7 +91,7 @@ class FormulationClassifier(MILClassifier):
 
     # -- hooks for subclasses -------------------------------------------------
     def _get_formulation(self):
-        from milopt import models
+        import milopt.models as models
 
         return models.formulation(self._formulation or self.formulation)
 
@@ -151,7 +151,7 @@ def _class_name(name: str) -> str:
 
 def classifier_class(form) -> type:
     """The estimator class of one formulation (its parameters are constructor arguments)."""
-    from milopt import models
+    import milopt.models as models
 
     f = form if isinstance(form, models.Formulation) else models.formulation(form)
     cname = _class_name(f.name)
@@ -184,7 +184,7 @@ def classifier_class(form) -> type:
 
 def __getattr__(name):  # classes made on demand (so that pickled estimators load again)
     if name.endswith("Classifier"):
-        from milopt import models
+        import milopt.models as models
 
         for n in models.names():
             if _class_name(n) == name:

@@ -98,7 +98,7 @@ def methods() -> dict[str, MethodSpec]:
 
 def formulation_method(name: str) -> MethodSpec | None:
     """The generic method fitting formulation ``name``, or None when there is no such formulation."""
-    from milopt import models
+    import milopt.models as models
 
     if name not in models.names():
         return None

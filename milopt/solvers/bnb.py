@@ -27,9 +27,9 @@ from milopt.solvers.backend import About, Backend, Capabilities
 
 
 def _version():
-    import milopt
+    from milopt._version import __version__
 
-    return f"milopt {getattr(milopt, '__version__', '')}".strip()
+    return f"milopt {__version__}"
 
 
 def _refuse(msg):

@@ -1,11 +1,14 @@
 """Pyomo model → :class:`milopt.matrix.MatrixForm`: the one extraction every consumer uses.
 
 Rows: one per active, bounded constraint (a ranged constraint is one row with two bounds);
-blocks built by ``models/_linear.add_linear_rows`` are taken from the sparse matrix they were
-built from (after a row-by-row identity check, see that module); other rows from their
-expressions (``generate_standard_repn(quadratic=True)``): linear rows into ``A``, quadratic rows
-into ``qrows``.  The objective from its cached matrices (``models/_linear.add_quadratic_objective``)
-or its expression.  SOS sets from Pyomo's ``SOSConstraint``; indicator rows and branching
+blocks that carry the matrix they were built from (a :class:`~milopt.models.matrices.RowMatrix`,
+attached by ``models/_linear.add_linear_rows``) are taken from it after a row-by-row identity
+check; other rows from their expressions (``generate_standard_repn(quadratic=True)``): linear
+rows into ``A``, quadratic rows into ``qrows``.  The objective from its
+:class:`~milopt.models.matrices.ObjectiveMatrix` (``models/_linear.add_quadratic_objective``)
+or its expression.  This module is the only reader of those records
+(:func:`milopt.models.matrices.matrix_of`); ``extract(model, matrices=False)`` ignores them and
+reads everything through Pyomo, and gives the same form.  SOS sets from Pyomo's ``SOSConstraint``; indicator rows and branching
 priorities from the model's declarations (``ModelInfo.indicators``, see
 :func:`indicator_blocks`; ``ModelInfo.branch_priority``; :mod:`milopt.models.info`).  Columns: the unfixed variables that
 appear anywhere, in order of first appearance; fixed variables are substituted (moved to row
@@ -21,8 +24,13 @@ from milopt.errors import InvalidParameterError
 from milopt.matrix import INF, SOS, MatrixForm, QuadRow
 
 
-def extract(model) -> MatrixForm:
+def extract(model, *, matrices: bool = True) -> MatrixForm:
     """The matrix form of a Pyomo model (see the module docstring).
+
+    ``matrices=False`` reads every row and the objective from their Pyomo expressions, ignoring
+    the matrices a builder attached (:mod:`milopt.models.matrices`): slower, the same form (the
+    reference those matrices are tested against).  Indicator rows are read from their matrix
+    either way.
 
     Raises
     ------
@@ -37,7 +45,7 @@ def extract(model) -> MatrixForm:
         raise InvalidParameterError(f"the model needs exactly one active objective, found {len(objs)}; "
                                     "deactivate the others (obj.deactivate())")
     with PauseGC():
-        return _extract(model, objs[0])
+        return _extract(model, objs[0], matrices)
 
 
 def indicator_blocks(model) -> list:
@@ -48,15 +56,17 @@ def indicator_blocks(model) -> list:
     must hold when ``binaries[r] == active_value``.  The rows stay deactivated in the Pyomo
     model, so nothing treats them as hard rows."""
     from milopt.models.info import info
+    from milopt.models.matrices import RowMatrix, matrix_of
 
     blocks = list(info(model).indicators or ())
     for blk in blocks:
         comp = blk["rows"]
-        if getattr(comp, "_milopt_rows", None) is None:
+        rows = matrix_of(comp)
+        if not isinstance(rows, RowMatrix):
             raise InvalidParameterError(f"indicator rows {comp.name} must be built with models._linear.add_linear_rows")
         if comp.active:
             raise InvalidParameterError(f"indicator rows {comp.name} must be deactivated (they are not hard rows)")
-        if len(blk["binaries"]) != len(comp._milopt_rows.datas):
+        if len(blk["binaries"]) != len(rows.datas):
             raise InvalidParameterError(f"indicator rows {comp.name}: one binary per row expected")
     return blocks
 
@@ -140,7 +150,8 @@ def _quad_row(name, repn, cols: _Columns, lo: float, hi: float) -> QuadRow:
 
 
 def _cached_rows(comp, cache, cols: _Columns):
-    """Rows of a component built by add_linear_rows, from its cached matrix; returns (block, stale rows)."""
+    """Rows of a component from its :class:`~milopt.models.matrices.RowMatrix` ``cache``;
+    returns (block, stale rows)."""
     ok = cache.valid_rows(comp)
     stale = [d for d, good in zip(cache.datas, ok) if not good and d.active and d.parent_component() is comp]
     keep = np.flatnonzero(ok & (np.isfinite(cache.lb) | np.isfinite(cache.ub)))
@@ -179,7 +190,8 @@ def _cached_rows(comp, cache, cols: _Columns):
 
 
 def _cached_objective(qc, cols: _Columns):
-    """(c, c0, Q) of a matrix objective, fixed variables substituted, in the global columns."""
+    """(c, c0, Q) of an :class:`~milopt.models.matrices.ObjectiveMatrix`, fixed variables
+    substituted, in the global columns."""
     V = qc.variables
     c = np.asarray(qc.c, dtype=float)
     fixed = np.fromiter((v.fixed for v in V), dtype=bool, count=len(V))
@@ -222,12 +234,14 @@ def _cached_objective(qc, cols: _Columns):
 def _indicators(model, cols: _Columns):
     """Vectorised indicator rows (binary column, active value, matrix, bounds, names) and the
     hard rows / dropped rows of indicators whose binary is fixed."""
+    from milopt.models.matrices import matrix_of
+
     blocks = indicator_blocks(model)
     if not blocks:
         return None, []
     bins, act, mats, lbs, ubs, names, hard = [], [], [], [], [], [], []
     for blk in blocks:
-        cache = blk["rows"]._milopt_rows
+        cache = matrix_of(blk["rows"])
         A = sp.csr_matrix(cache.A)
         V = cache.variables
         zs = blk["binaries"]
@@ -266,7 +280,7 @@ def _indicators(model, cols: _Columns):
             names), hard
 
 
-def _extract(model, obj) -> MatrixForm:
+def _extract(model, obj, matrices: bool = True) -> MatrixForm:
     """The matrix form of ``model`` with objective ``obj``.  Columns are numbered in the order
     first met: constraint rows, objective, SOS sets, indicator rows, branching priorities."""
     from milopt.models.info import info
@@ -274,8 +288,8 @@ def _extract(model, obj) -> MatrixForm:
     rec = info(model)
     cols = _Columns()
     qrows = []
-    blocks = _row_blocks(model, cols, qrows)
-    c, c0, Q = _objective(obj, cols)
+    blocks = _row_blocks(model, cols, qrows, matrices)
+    c, c0, Q = _objective(obj, cols, matrices)
     sos = _sos_sets(model, cols)
     # indicator rows (and the hard rows of decided indicators)
     ind, hard = _indicators(model, cols)
@@ -312,14 +326,16 @@ def _extract(model, obj) -> MatrixForm:
                       comment=str(rec.formulation or ""), **kw)
 
 
-def _row_blocks(model, cols, qrows) -> list:
+def _row_blocks(model, cols, qrows, matrices: bool = True) -> list:
     """The row blocks of every active constraint: rows built from matrices are read from their
-    cache (rows added after the build, or made stale, through Pyomo); quadratic rows go to
-    ``qrows``."""
+    :class:`~milopt.models.matrices.RowMatrix` (rows added after the build, or made stale,
+    through Pyomo); quadratic rows go to ``qrows``."""
+    from milopt.models.matrices import RowMatrix, matrix_of
+
     blocks = []
     for comp in model.component_objects(pe.Constraint, active=True, descend_into=True):
-        cache = getattr(comp, "_milopt_rows", None)
-        if cache is not None:
+        cache = matrix_of(comp) if matrices else None
+        if isinstance(cache, RowMatrix):
             blk, stale = _cached_rows(comp, cache, cols)
             if blk is not None:
                 blocks.append(blk)
@@ -336,13 +352,16 @@ def _row_blocks(model, cols, qrows) -> list:
     return blocks
 
 
-def _objective(obj, cols) -> tuple:
-    """``(c, c0, Q)`` of the objective (``Q`` None when linear): from its matrices when it was
-    built from them (:func:`milopt.models._linear.add_quadratic_objective`), else through Pyomo."""
+def _objective(obj, cols, matrices: bool = True) -> tuple:
+    """``(c, c0, Q)`` of the objective (``Q`` None when linear): from its
+    :class:`~milopt.models.matrices.ObjectiveMatrix` when it was built from one
+    (:func:`milopt.models._linear.add_quadratic_objective`), else through Pyomo."""
     from pyomo.repn import generate_standard_repn
 
-    qc = obj.quad_cache() if hasattr(obj, "quad_cache") else None
-    if qc is not None:
+    from milopt.models.matrices import ObjectiveMatrix, matrix_of
+
+    qc = matrix_of(obj) if matrices else None
+    if isinstance(qc, ObjectiveMatrix):
         return _cached_objective(qc, cols)
     repn = generate_standard_repn(obj.expr, quadratic=True, compute_values=True)
     if repn.nonlinear_expr is not None:
