@@ -1,6 +1,6 @@
 """Exact kernel MI-SVM: the branch and bound on a Gram matrix, or the misvm-kernel-bigm model by any solver.
 
-Features are standardised; kernels as ``models/misvm_kernel_bigm.py``: RBF exp(-γ‖x − x′‖²),
+Features are standardised; kernels as ``milopt/models/misvm_kernel_bigm.py``: RBF exp(-γ‖x − x′‖²),
 poly (γ x·x′ + coef0)^degree, linear x·x′, γ = 1/d by default.  Two modes:
 
 * ``--solver direct`` (default): :func:`milopt.algorithms.bnb.solve_bags` with ``kernel=K`` from

@@ -2,7 +2,7 @@
 only what they need.
 
 Edges are the ``import`` / ``from ... import`` statements of every module of ``milopt`` (the
-folder ``milopt/`` and ``models/``, installed as ``milopt.models``), at module level *and*
+folder ``milopt/``, the formulations in ``milopt/models/``), at module level *and*
 inside functions (a lazy import is still a dependency); ``from pkg import name`` counts as an
 edge to ``pkg.name`` when that is a module, to the module a package resolves the name from
 lazily (``milopt.solvers.solve`` -> ``milopt.solvers.driver``), else to ``pkg``.  **Registry
@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ((ROOT / "milopt", "milopt"), (ROOT / "models", "milopt.models"))
+PACKAGES = ((ROOT / "milopt", "milopt"),)
 
 #: (layer, module prefixes), lowest first; the longest matching prefix places a module
 LAYERS = (
@@ -111,7 +111,7 @@ def _registry_targets(tree, imported: dict, formulations: dict) -> set:
 def graph() -> dict[str, set]:
     mods = modules()
     lazy = _lazy_names(mods)
-    formulations = _literal(ROOT / "models" / "__init__.py", "FORMULATIONS")
+    formulations = _literal(ROOT / "milopt" / "models" / "__init__.py", "FORMULATIONS")
     g = {m: set() for m in mods}
     for m, f in mods.items():
         is_pkg = f.name == "__init__.py"

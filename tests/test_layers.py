@@ -52,7 +52,7 @@ def decode(model):
 def recipe_module():
     """Write one new formulation module into the package folder (and remove it afterwards)."""
     stem = f"zz_recipe_{os.getpid()}"
-    path = ROOT / "models" / f"{stem}.py"
+    path = ROOT / "milopt" / "models" / f"{stem}.py"
     path.write_text(RECIPE)
     try:
         yield stem.replace("_", "-")

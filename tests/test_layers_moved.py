@@ -51,7 +51,7 @@ def test_nothing_in_the_repository_uses_the_old_paths():
     old = re.compile(r"milopt[./]algorithms[./](svm_dcd|svm_ipm|svm_active_set|qp_simplex)\b")
     allowed = {"milopt/algorithms/__init__.py", "tests/test_layers_moved.py", "docs/history.md"}
     found = []
-    for folder in ("milopt", "models", "tests", "benchmarks", "examples", "docs"):
+    for folder in ("milopt", "tests", "benchmarks", "examples", "docs"):
         for f in sorted((root / folder).rglob("*")):
             rel = f.relative_to(root).as_posix()
             if f.suffix not in (".py", ".md", ".rst", ".toml") or rel in allowed or "/_build/" in rel:

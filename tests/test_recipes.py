@@ -3,7 +3,7 @@
 Each test writes one new file into a temporary folder -- a matrix-form backend, a writer of a
 file format -- loads it as a plugin (``milopt --plugin FILE``) in a fresh process, and uses it
 through the public command with no other edit.  (The formulation recipe is followed by
-``tests/test_layers.py``: one module written into ``models/``.)
+``tests/test_layers.py``: one module written into ``milopt/models/``.)
 """
 from __future__ import annotations
 

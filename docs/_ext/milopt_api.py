@@ -2,7 +2,7 @@
 
 * A **public module** is one listed in :data:`PUBLIC_MODULES`, or a formulation module of
   :func:`milopt.models.catalogue` (``milopt.models.misvm_bigm``, ...; a formulation added to
-  the ``models`` folder becomes public by being there).
+  the ``milopt/models`` folder becomes public by being there).
 * The **public names** of a public module are the names of its ``__all__``: every public
   module declares one (a module without ``__all__`` is an error, not "everything").  A
   formulation module without ``__all__`` exposes the formulation contract

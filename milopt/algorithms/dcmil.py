@@ -117,7 +117,7 @@ def dcpca(bags: Bags, C: float = 1.0, z0=None, *, theta: float = 0.7, eta: float
 
 
 # --------------------------------------------------------------------------------------------
-# DCA baseline: repeatedly solve the convex subproblem (models/dcmil_dca.py) through the driver
+# DCA baseline: repeatedly solve the convex subproblem (milopt/models/dcmil_dca.py) through the driver
 # --------------------------------------------------------------------------------------------
 def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter: int = 50, tol: float = 1e-6,
         time_limit: float | None = None, options: dict | None = None, history: bool = True):

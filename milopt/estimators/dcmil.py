@@ -31,7 +31,7 @@ class DCMILClassifier(MILClassifier):
     ----------
     method : {'dcpca', 'dca'}
         ``dcpca``: the native proximal bundle method for DC functions (Gaudioso et al. 2018);
-        ``dca``: the DC algorithm, one convex QP (``models/dcmil_dca.py``) per iteration
+        ``dca``: the DC algorithm, one convex QP (``milopt/models/dcmil_dca.py``) per iteration
         through the solver driver.
     C : float
         Cost of the bag errors (ignored when ``inner_cv``).

@@ -2,10 +2,10 @@
 
 Rows: one per active, bounded constraint (a ranged constraint is one row with two bounds);
 blocks that carry the matrix they were built from (a :class:`~milopt.models.matrices.RowMatrix`,
-attached by ``models/_linear.add_linear_rows``) are taken from it after a row-by-row identity
+attached by ``milopt/models/_linear.add_linear_rows``) are taken from it after a row-by-row identity
 check; other rows from their expressions (``generate_standard_repn(quadratic=True)``): linear
 rows into ``A``, quadratic rows into ``qrows``.  The objective from its
-:class:`~milopt.models.matrices.ObjectiveMatrix` (``models/_linear.add_quadratic_objective``)
+:class:`~milopt.models.matrices.ObjectiveMatrix` (``milopt/models/_linear.add_quadratic_objective``)
 or its expression.  This module is the only reader of those records
 (:func:`milopt.models.matrices.matrix_of`); ``extract(model, matrices=False)`` ignores them and
 reads everything through Pyomo, and gives the same form.  SOS sets from Pyomo's ``SOSConstraint``; indicator rows and branching

@@ -1,7 +1,7 @@
 r"""The search of the MI-SVM branch and bound over witness selections.
 
 MI-SVM (Andrews, Tsochantaridis & Hofmann 2002) in the big-M form of Kent & Yu (eq. 5,
-``models/misvm_bigm.py``) minimises over (w, b)
+``milopt/models/misvm_bigm.py``) minimises over (w, b)
 
 .. math::
 

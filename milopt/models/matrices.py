@@ -4,7 +4,7 @@ A builder that assembles a block of rows :math:`\\ell \\le A x \\le u` (or an ob
 :math:`c_0 + c^\\top x + \\tfrac12 x^\\top Q x`) with numpy / scipy.sparse hands the same
 matrices to Pyomo *and* attaches them to the Pyomo component, so that
 :func:`milopt.solvers.extract.extract` slices them instead of walking every expression term
-(10^6 terms on MUSK2; see ``models/_linear.py``):
+(10^6 terms on MUSK2; see ``milopt/models/_linear.py``):
 
 * :class:`RowMatrix` on an indexed ``Constraint`` (:func:`milopt.models._linear.add_linear_rows`
   attaches it), read *after a row-by-row identity check* (:meth:`RowMatrix.valid_rows`): rows
@@ -95,7 +95,7 @@ def attach(component, record: RowMatrix | ObjectiveMatrix | None) -> None:
 
     A :class:`RowMatrix` belongs on the indexed ``Constraint`` whose rows it lists, an
     :class:`ObjectiveMatrix` on the objective it describes; the caller guarantees that the
-    component holds exactly what the record says (as the builders of ``models/_linear.py`` do)."""
+    component holds exactly what the record says (as the builders of ``milopt/models/_linear.py`` do)."""
     if record is not None and not isinstance(record, (RowMatrix, ObjectiveMatrix)):
         raise TypeError(f"attach: expected a RowMatrix or an ObjectiveMatrix, got {type(record).__name__}")
     component.__dict__[_KEY] = record

@@ -6,7 +6,7 @@ problem (1), the non-convex SVM in a feature space) with a kernel
 in the feature space of K.  By the representer theorem an optimal w lies in the span of the
 training instances, :math:`w = \sum_j \beta_j \phi(z_j)`, so that
 :math:`f(z_i) = (K\beta)_i + b` and :math:`\lVert w\rVert^2 = \beta^\top K \beta`.  Substituting
-into the big-M model of Kent & Yu (eq. 5, ``models/misvm_bigm.py``) gives, over
+into the big-M model of Kent & Yu (eq. 5, ``milopt/models/misvm_bigm.py``) gives, over
 :math:`\beta \in \mathbb{R}^n`, b, one slack per bag and one binary per positive-bag instance,
 
 .. math::
