@@ -53,14 +53,15 @@ def _fit_eval(est, tr, te):
 
 
 def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, dca_max_iter, dca_time_limit,
-                     dca_solver, log, only_folds=None):
+                     dca_solver, log, only_folds=None, threshold="zero"):
     rows = {"dcmil": [], "dcmil-dca": [], "misvm-heuristic": []}
     reg = methods()
     for f, (tr_ids, te_ids) in enumerate(bag_folds(bags, folds, seed)):
         if only_folds is not None and f not in only_folds:
             continue
         tr, te = standardize(bags.subset(tr_ids), bags.subset(te_ids))
-        est = DCMILClassifier(method="dcpca", inner_cv=True, inner_folds=inner_folds, random_state=seed)
+        est = DCMILClassifier(method="dcpca", inner_cv=True, inner_folds=inner_folds, random_state=seed,
+                              threshold=threshold)
         r = _fit_eval(est, tr, te)
         rows["dcmil"].append(r)
         log(f"{name} fold {f}: dcmil C={r['C']:g} test={r['test_acc']:.3f} train={r['train_acc']:.3f} "
@@ -68,10 +69,11 @@ def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, d
         if "dca" not in skip:
             if dca_inner_cv:
                 dest = DCMILClassifier(method="dca", inner_cv=True, inner_folds=inner_folds, random_state=seed,
-                                       max_iter=dca_max_iter, time_limit=dca_time_limit, solver=dca_solver)
+                                       max_iter=dca_max_iter, time_limit=dca_time_limit, solver=dca_solver,
+                                       threshold=threshold)
             else:
                 dest = DCMILClassifier(method="dca", C=r["C"], max_iter=dca_max_iter, time_limit=dca_time_limit,
-                                       solver=dca_solver)
+                                       solver=dca_solver, threshold=threshold)
             rd = _fit_eval(dest, tr, te)
             rows["dcmil-dca"].append(rd)
             log(f"{name} fold {f}: dcmil-dca C={rd['C']:g} test={rd['test_acc']:.3f} train={rd['train_acc']:.3f} "
@@ -229,6 +231,9 @@ def main(argv=None):
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--inner-folds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threshold", default="zero",
+                    help="decision rule of dcmil and dcmil-dca: 'zero' (default; the paper's sign of max w'x + b), "
+                         "'auto' (milopt's default rule) or a number")
     ap.add_argument("--skip", nargs="*", default=[], choices=["dca", "heuristic"])
     ap.add_argument("--dca-inner-cv", action="store_true")
     ap.add_argument("--dca-max-iter", type=int, default=50)
@@ -260,7 +265,7 @@ def main(argv=None):
         bags = milopt.load(name)
         res[name] = cross_validation(name, bags, a.folds, a.seed, a.inner_folds, set(a.skip), a.dca_inner_cv,
                                      a.dca_max_iter, a.dca_time_limit, a.dca_solver, log,
-                                     None if a.only_folds is None else set(a.only_folds))
+                                     None if a.only_folds is None else set(a.only_folds), a.threshold)
     out = {"cv": res, "settings": vars(a)}
     if a.random:
         out["random"] = dcpca_vs_dca(a.random, a.dca_solver, log,
