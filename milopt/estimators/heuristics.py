@@ -260,7 +260,8 @@ class MISVMHeuristic(_KernelMIL):
         First start's witnesses; further starts are random.
     restarts : int
         Number of starts (best objective kept; default 3: the centroid start and two random ones,
-        which lifts MUSK1 at C = 10 from 0.803 to 0.836 in 10-fold CV, docs/results.md).
+        which lifted MUSK1 at C = 10 from 0.803 to 0.836 in 10-fold CV under the former ``scale_C``
+        count; with C/2 per class one start gives 0.826 and three 0.803, docs/results.md).
     max_iter : int
         Alternation limit per start.
     solver : {'auto', 'smo', 'ipm', 'libsvm'}
