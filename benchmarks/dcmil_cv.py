@@ -3,7 +3,10 @@
 which DCPCA's final f is <= DCA's from the same start.
 
 Protocol (Astorino et al. 2019): stratified 10-fold CV over bags (``milopt.metrics.bag_folds``,
-seed 0), features standardised with training-fold statistics; on each training fold C is chosen
+seed 0), features standardised with training-fold statistics (``--scale standard``) or as given
+(``--scale none``; the paper does not say it scales them), a bag called positive when its score
+is positive (``--threshold zero``, the sign rule of the paper's test correctness; ``auto`` is
+milopt's default rule); on each training fold C is chosen
 from {2^-7, ..., 2^7} by an inner stratified ``--inner-folds`` CV (bag accuracy, GridSearchCV on
 ``DCMILClassifier``) and the model is refit on the whole training fold.  Reported per method:
 test and train bag accuracy, CPU seconds of the whole fit (inner CV included), and for the final
@@ -18,6 +21,7 @@ Usage::
 
     python benchmarks/dcmil_cv.py --datasets musk1 musk2 --inner-folds 5 --random 20
     python benchmarks/dcmil_cv.py --datasets musk1 --folds 10 --skip dca heuristic
+    python benchmarks/dcmil_cv.py --datasets musk1 --skip dca heuristic --random 0 --scale none
     python benchmarks/dcmil_cv.py --datasets musk1 musk2 --subproblems highs ipopt --time-limit 300
     python benchmarks/dcmil_cv.py --assemble run1.log run2.log     # table from per-fold logs
 """
@@ -53,14 +57,17 @@ def _fit_eval(est, tr, te):
 
 
 def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, dca_max_iter, dca_time_limit,
-                     dca_solver, log, only_folds=None):
+                     dca_solver, log, only_folds=None, threshold="zero", scale=True):
     rows = {"dcmil": [], "dcmil-dca": [], "misvm-heuristic": []}
     reg = methods()
     for f, (tr_ids, te_ids) in enumerate(bag_folds(bags, folds, seed)):
         if only_folds is not None and f not in only_folds:
             continue
-        tr, te = standardize(bags.subset(tr_ids), bags.subset(te_ids))
-        est = DCMILClassifier(method="dcpca", inner_cv=True, inner_folds=inner_folds, random_state=seed)
+        tr, te = bags.subset(tr_ids), bags.subset(te_ids)
+        if scale:
+            tr, te = standardize(tr, te)
+        est = DCMILClassifier(method="dcpca", inner_cv=True, inner_folds=inner_folds, random_state=seed,
+                              threshold=threshold)
         r = _fit_eval(est, tr, te)
         rows["dcmil"].append(r)
         log(f"{name} fold {f}: dcmil C={r['C']:g} test={r['test_acc']:.3f} train={r['train_acc']:.3f} "
@@ -68,10 +75,11 @@ def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, d
         if "dca" not in skip:
             if dca_inner_cv:
                 dest = DCMILClassifier(method="dca", inner_cv=True, inner_folds=inner_folds, random_state=seed,
-                                       max_iter=dca_max_iter, time_limit=dca_time_limit, solver=dca_solver)
+                                       max_iter=dca_max_iter, time_limit=dca_time_limit, solver=dca_solver,
+                                       threshold=threshold)
             else:
                 dest = DCMILClassifier(method="dca", C=r["C"], max_iter=dca_max_iter, time_limit=dca_time_limit,
-                                       solver=dca_solver)
+                                       solver=dca_solver, threshold=threshold)
             rd = _fit_eval(dest, tr, te)
             rows["dcmil-dca"].append(rd)
             log(f"{name} fold {f}: dcmil-dca C={rd['C']:g} test={rd['test_acc']:.3f} train={rd['train_acc']:.3f} "
@@ -152,7 +160,7 @@ def subproblem_timings(datasets, solvers, time_limit, log):
                 f"objective {r.objective}, f at solution {sol['f']:.6g}")
 
 
-def assemble(paths, folds=10, seed=0):
+def assemble(paths, folds=10, seed=0, scale=True):
     """Figures table from the per-fold log lines of one or more runs (``--only-folds`` pieces).
 
     nG1, nG2, serious and null steps and the CPU of the final DCPCA fit are recomputed by
@@ -178,7 +186,7 @@ def assemble(paths, folds=10, seed=0):
         split = list(bag_folds(bags, folds, seed))
         for f, r in per.items():
             tr, te = split[f]
-            Btr = standardize(bags.subset(tr))
+            Btr = standardize(bags.subset(tr)) if scale else bags.subset(tr)
             res = alg.dcpca(Btr, C=r["C"], history=False)
             assert res.extra["nF"] == int(r["nF"]), (data, f, res.extra["nF"], r["nF"])
             assert abs(res.objective - r["f"]) <= 1e-3 * abs(r["f"]) + 1e-3, (res.objective, r["f"])
@@ -229,6 +237,11 @@ def main(argv=None):
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--inner-folds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--scale", choices=["none", "standard"], default="standard",
+                    help="features as given ('none') or standardised with training-fold statistics ('standard')")
+    ap.add_argument("--threshold", default="zero",
+                    help="decision rule of dcmil and dcmil-dca: 'zero' (default; the paper's sign of max w'x + b), "
+                         "'auto' (milopt's default rule) or a number")
     ap.add_argument("--skip", nargs="*", default=[], choices=["dca", "heuristic"])
     ap.add_argument("--dca-inner-cv", action="store_true")
     ap.add_argument("--dca-max-iter", type=int, default=50)
@@ -245,7 +258,7 @@ def main(argv=None):
                     help="print the figures table from these run logs and exit")
     a = ap.parse_args(argv)
     if a.assemble:
-        assemble(a.assemble, a.folds, a.seed)
+        assemble(a.assemble, a.folds, a.seed, a.scale == "standard")
         return
 
     def log(msg):
@@ -260,7 +273,8 @@ def main(argv=None):
         bags = milopt.load(name)
         res[name] = cross_validation(name, bags, a.folds, a.seed, a.inner_folds, set(a.skip), a.dca_inner_cv,
                                      a.dca_max_iter, a.dca_time_limit, a.dca_solver, log,
-                                     None if a.only_folds is None else set(a.only_folds))
+                                     None if a.only_folds is None else set(a.only_folds), a.threshold,
+                                     a.scale == "standard")
     out = {"cv": res, "settings": vars(a)}
     if a.random:
         out["random"] = dcpca_vs_dca(a.random, a.dca_solver, log,

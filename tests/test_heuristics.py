@@ -224,3 +224,47 @@ def test_kent_yu_study_has_the_papers_seven_methods_and_grid(tmp_path):
     assert set(df.method) == {"misvm-univ1-univ2-cor", "misvm-univ1-cor"}
     assert set(zip(df.bags, df.instances, df.samples)) == {(12, 2, 6), (14, 3, 5)}
     assert res["settings"]["variant"] == "paper" and res["settings"]["replicates"] == 1
+
+
+def _many_negative_instances(seed=0, n_pos=8, n_neg=12, shift=2.0):
+    """Bags shaped like MUSK2: few positive bags, negative bags of many instances."""
+    rng = np.random.default_rng(seed)
+    u = np.array([1.0, 0.5, 0.0])
+    arrays, y = [], []
+    for i in range(n_pos + n_neg):
+        lab = int(i < n_pos)
+        Xb = rng.normal(size=(int(rng.integers(20, 40)) if not lab else 4, 3))
+        if lab:
+            Xb[0] += shift * u
+        arrays.append(Xb)
+        y.append(lab)
+    return Bags.from_arrays(arrays, np.array(y))
+
+
+def test_scale_C_divides_by_the_bags_under_balanced_weights():
+    """scale_C: C / n_bags with balanced bag weights (each class costs C/2 in total), C / (negative
+    instances + positive bags) otherwise (the misvm package's convention)."""
+    from milopt.estimators.heuristics import MISVMHeuristic
+
+    b = _many_negative_instances()
+    n_eff = int(np.sum(b.instance_bag_y == 0) + b.positive_bags)
+    for cw, count in (("balanced", b.n_bags), ("none", n_eff), ("kent-yu", n_eff)):
+        scaled = MISVMHeuristic(C=3.0, class_weight=cw, threshold="zero", restarts=1).fit(b)
+        direct = MISVMHeuristic(C=3.0 / count, class_weight=cw, scale_C=False, threshold="zero", restarts=1).fit(b)
+        np.testing.assert_allclose(scaled.decision_function(b), direct.decision_function(b), atol=1e-8)
+
+
+def test_balanced_scale_C_is_not_all_slacks_at_their_caps():
+    """With the effective-set count and balanced weights, both classes' caps total the same tiny
+    amount and every slack group is at its cap (w a difference of weighted means, b undetermined);
+    the bag count leaves groups free."""
+    b = _many_negative_instances(shift=6.0)
+    n_eff = int(np.sum(b.instance_bag_y == 0) + b.positive_bags)
+
+    def groups_at_cap(C):
+        r = misvm_alternate(None, b, C=C, class_weight="balanced", slack="bag", restarts=1, X=b.X, solver="ipm")
+        y, groups, caps = slack_structure(b, C, "balanced", "bag")
+        return np.bincount(groups, weights=r["alpha"], minlength=caps.size) >= caps * (1 - 1e-3)
+
+    assert groups_at_cap(1.0 / n_eff).all()
+    assert not groups_at_cap(1.0 / b.n_bags).all()

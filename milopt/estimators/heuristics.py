@@ -238,11 +238,20 @@ class SISMMClassifier(SILClassifier):
 
 
 # ------------------------------------------------------------------------- MI-SVM
+def _scale_count(bags: Bags, class_weight, slack: str = "bag") -> int:
+    """The number C is divided by under ``scale_C``: the bags when ``class_weight='balanced'``
+    weighs bag slacks (its weights n/(2 n_k) are over bags, so each class's total cost is C/2);
+    otherwise the effective set, negative instances + positive bags (the misvm package)."""
+    if class_weight == "balanced" and slack == "bag":
+        return int(bags.n_bags)
+    return int(np.sum(bags.instance_bag_y == 0) + bags.positive_bags)
+
+
 class MISVMHeuristic(_KernelMIL):
     """MI-SVM by alternation (Andrews et al. 2002; Kent & Yu Algorithm 1).
 
-    The defaults (bag slacks, no class weights, ``scale_C``) are the problem the misvm package
-    solves; Kent & Yu's weighting is ``class_weight='kent-yu', scale_C=False`` (the defaults of
+    With ``class_weight='none'`` the defaults (bag slacks, ``scale_C``) are the problem the misvm
+    package solves; Kent & Yu's weighting is ``class_weight='kent-yu', scale_C=False`` (the defaults of
     the mi-SMM estimators).
 
     Parameters
@@ -261,7 +270,8 @@ class MISVMHeuristic(_KernelMIL):
         First start's witnesses; further starts are random.
     restarts : int
         Number of starts (best objective kept; default 3: the centroid start and two random ones,
-        which lifts MUSK1 at C = 10 from 0.803 to 0.836 in 10-fold CV, docs/results.md).
+        which lifted MUSK1 at C = 10 from 0.803 to 0.836 in 10-fold CV under the former ``scale_C``
+        count; with C/2 per class one start gives 0.826 and three 0.803, docs/results.md).
     max_iter : int
         Alternation limit per start.
     solver : {'auto', 'smo', 'ipm', 'libsvm'}
@@ -274,8 +284,14 @@ class MISVMHeuristic(_KernelMIL):
         Summary features of distributional instances (Kent & Yu's mi-SVM baselines).
     scale_samples : bool
     scale_C : bool
-        Divide C by the size of the effective set (negative instances + positive bags), the
-        convention of the misvm package (``scale_C=True`` there by default).
+        Divide C by the number of samples: with ``class_weight='balanced'`` and bag slacks the
+        samples are the bags (the weights' samples), so every class carries a total cost C/2
+        (each bag of class k costs C/(2 n_k)); otherwise the size of the effective set (negative
+        instances + positive bags), the convention of the misvm package (``scale_C=True`` there
+        by default).  Why not the effective set with balanced weights: on MUSK2 (5,581 negative
+        instances in 63 bags) it leaves each bag a cost of about 2·10⁻⁴; the balanced weights give
+        both classes the same total, so every slack sits at its cap, w is a weighted difference of
+        class means and the intercept is left undetermined (measured in docs/misvm_heuristics.md).
     random_state : int
     """
 
@@ -312,7 +328,7 @@ class MISVMHeuristic(_KernelMIL):
         K, X = self._prepare(bags)
         C = self.C
         if self.scale_C:
-            C = C / float(np.sum(bags.instance_bag_y == 0) + bags.positive_bags)
+            C = C / float(_scale_count(bags, self.class_weight, self.slack))
         res = misvm_alternate(K, bags, C=C, class_weight=self.class_weight, slack=self.slack, init=self.init,
                               restarts=int(self.restarts), max_iter=int(self.max_iter), tol=self.tol,
                               random_state=self.random_state, solver=self.solver,
