@@ -115,15 +115,16 @@ class ProductBranching(ScoreBranching):
         return (ctx.bag_min + 1e-6) * (ctx.bag_mean + 1e-6)
 
 
-def _strong(strong_bags=4):
+def _strong(strong_bags=4, strong_depth=None):
     from .strong import StrongBranching
 
-    return StrongBranching(strong_bags)
+    return StrongBranching(strong_bags, strong_depth)
 
 
 #: name (option ``branching``) -> factory of the rule, called with the engine's options
+#: ``strong_bags`` and ``strong_depth``
 RULES = {
-    "lookahead": lambda strong_bags=4: LookaheadBranching(),
-    "product": lambda strong_bags=4: ProductBranching(),
+    "lookahead": lambda **_: LookaheadBranching(),
+    "product": lambda **_: ProductBranching(),
     "strong": _strong,
 }

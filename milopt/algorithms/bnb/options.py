@@ -24,6 +24,8 @@ PARAMS = ParamSet(
                      "or strong branching (the children's node QPs of the strong_bags best bags by product "
                      "score solved, the bag of largest product of their bound gains chosen)"),
     strong_bags=Int(4, "branching=strong: bags whose children's node QPs are solved to choose among", ge=1),
+    strong_depth=Int(None, "branching=strong: only at nodes of depth below this (deeper: the product rule; none: "
+                           "everywhere)", ge=1),
     newton=Bool(True, "projected Newton-step look-ahead besides the pair step (with the interior-point node QP's "
                       "last Newton matrix, or one built on the free multipliers)"),
     pair_bags=Int(3, "two-level look-ahead: children's bounds from joint Newton steps with the candidates of this "
@@ -69,7 +71,8 @@ SEARCH_KEYS = ("node_limit", "seed", "swap", "kick_size", "kick_every", "dive_ev
 #: the keys of :data:`PARAMS` that configure the engine (node QP, look-ahead, branching rule), and
 #: the keyword argument of :class:`MISVMBranchAndBound` each one is
 ENGINE_KEYS = {"tol": "tol", "qp": "qp", "branching": "branching", "newton": "newton_gains",
-               "pair_bags": "pair_bags", "strong_bags": "strong_bags"}
+               "pair_bags": "pair_bags", "strong_bags": "strong_bags",
+               "strong_depth": "strong_depth"}
 
 _SEARCH = ParamSet({k: PARAMS[k] for k in SEARCH_KEYS}, LIMITS)
 

@@ -76,13 +76,13 @@ class MISVMBranchAndBound(NodeEvaluation):
     K : ndarray (n, n), optional
         Kernel (Gram) matrix of the instances (RBF, polynomial, precomputed): the search then
         works on dual coefficients only and returns ``coef`` (f(x) = Σ coef_i K(z_i, x) + b).
-    branching, newton_gains, pair_bags, strong_bags
-        Options ``branching`` (the rule, :data:`.branching.RULES`), ``newton``, ``pair_bags``
-        and ``strong_bags`` of ``milopt.algorithms.bnb.options``.
+    branching, newton_gains, pair_bags, strong_bags, strong_depth
+        Options ``branching`` (the rule, :data:`.branching.RULES`), ``newton``, ``pair_bags``,
+        ``strong_bags`` and ``strong_depth`` of ``milopt.algorithms.bnb.options``.
     """
 
     def __init__(self, X, bag_ptr, y_bag, costs, tol=1e-4, qp="auto", K=None, branching="product",
-                 newton_gains=True, pair_bags=3, strong_bags=4):
+                 newton_gains=True, pair_bags=3, strong_bags=4, strong_depth=None):
         from milopt.algorithms.svm_dcd import GroupSVMDual
 
         self.kernel = K is not None
@@ -119,7 +119,7 @@ class MISVMBranchAndBound(NodeEvaluation):
         if branching not in RULES:
             raise InvalidParameterError(f"bnb: branching must be one of {', '.join(RULES)}, got {branching!r}")
         self.branching = branching
-        self.rule = RULES[branching](strong_bags=int(strong_bags))
+        self.rule = RULES[branching](strong_bags=int(strong_bags), strong_depth=strong_depth)
         self.newton_gains = bool(newton_gains)
         self.pair_bags = int(pair_bags)
         # a bag of cost 0 (e.g. kent-yu weights without positive bags) never constrains (w, b):

@@ -31,13 +31,17 @@ from .branching import BranchChoice, ProductBranching
 
 
 class StrongBranching(ProductBranching):
-    """Strong branching over the ``bags`` best bags by product score (see the module)."""
+    """Strong branching over the ``bags`` best bags by product score (see the module), at
+    nodes of depth below ``depth`` (deeper: the product rule; None: at every node)."""
 
-    def __init__(self, bags=4):
+    def __init__(self, bags=4, depth=None):
         self.bags = int(bags)
+        self.depth = depth
 
     def choose(self, eng, ctx):
         ranked = self.ranked(ctx)
+        if self.depth is not None and ctx.node.depth >= self.depth:
+            return BranchChoice(int(ranked[0]))
         base = ctx.active.copy()
         base[ctx.forced] = True
         best, node_lb, qps = None, -np.inf, 0
