@@ -20,33 +20,25 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
+
+from _bnb_args import load_bags, parser, set_options
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default="nested:musk1:20")
+    ap = parser(__doc__, "nested:musk1:20", time_limit=60.0)
     ap.add_argument("--kernel", choices=("rbf", "poly", "linear"), default="rbf")
     ap.add_argument("--gamma", type=float, default=None, help="RBF width / poly scale (default 1 / features)")
     ap.add_argument("--degree", type=int, default=2)
     ap.add_argument("--coef0", type=float, default=1.0)
     ap.add_argument("--solver", default="direct", help="direct (solve_bags) or a backend for misvm-kernel-bigm")
-    ap.add_argument("--time-limit", type=float, default=60.0)
-    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="bnb / solver options (as --set)")
-    ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from exact_frontier import load_instance
-
-    from milopt.metrics import standardize
     from milopt.models import misvm_kernel_bigm as kb
     from milopt.numerics import bag_costs
 
-    bags = standardize(load_instance(a.data, 0))
-    opts = dict(kv.split("=", 1) for kv in a.set)
+    bags = load_bags(a)
+    opts = set_options(a)
     gamma = "auto" if a.gamma is None else a.gamma
     if a.solver == "direct":
         from milopt.algorithms.bnb import solve_bags

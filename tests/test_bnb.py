@@ -723,9 +723,9 @@ def test_an_interrupt_during_the_starts_leaves_the_search_a_short_budget(monkeyp
         time.sleep(3.0)
         return real_swap(*a, **k)
 
-    def spy(self, **kw):
-        seen.update(kw)
-        return real_solve(self, **kw)
+    def spy(self, options, starts, **kw):
+        seen.update(options.as_dict(), start_swap=starts.swap, heuristic=kw.get("heuristic"))
+        return real_solve(self, options, starts, **kw)
 
     monkeypatch.setattr(heuristics, "annealing_starts", interrupted)
     monkeypatch.setattr(heuristics, "swap_search", slow_swap)

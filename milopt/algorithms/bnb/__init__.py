@@ -1,8 +1,10 @@
 """Exact MI-SVM by branch and bound over witness selections (the ``bnb`` backend's algorithm).
 
-Modules of this package: ``search`` (the tree search), ``bounds`` (objective, dual bounds and
-look-ahead), ``nodes`` (nodes and queue), ``heuristics`` (incumbents),
-``parallel`` (node relaxations in worker processes), ``options`` (the declared
+Modules of this package: ``search`` (the engine and the tree search), ``state`` (the state of
+one search), ``evaluate`` (node evaluation), ``qp`` (the node QPs), ``branching`` and
+``strong`` (the branching rules), ``primal`` (the heuristics the search runs), ``bounds``
+(objective, dual bounds and look-ahead), ``nodes`` (nodes and queue), ``heuristics``
+(incumbents), ``parallel`` (node relaxations in worker processes), ``options`` (the declared
 options), ``api`` (:func:`solve_bags`, :func:`solve_c_path`).  Proofs and figures: docs/exact_misvm.md.
 """
 from .api import solve_bags, solve_c_path

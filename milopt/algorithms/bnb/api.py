@@ -6,7 +6,8 @@ import time
 
 import numpy as np
 
-from .options import PARAMS
+from .options import PARAMS, SearchOptions, engine_options
+from .primal import Starts
 from .search import MISVMBranchAndBound
 
 #: seconds the search has after a signal (Ctrl-C, SIGTERM) stopped the starting heuristics: the
@@ -63,9 +64,8 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         costs = slack_costs(bags, C, class_weight)[0]
     t0 = time.perf_counter()
     with threadpool_limits(1):
-        eng = MISVMBranchAndBound(None if kernel is not None else bags.X, bags.bag_ptr, bags.y, costs, tol=o["tol"],
-                                  qp=o["qp"], K=kernel, branching=o["branching"], newton_gains=o["newton"],
-                                  pair_bags=o["pair_bags"])
+        eng = MISVMBranchAndBound(None if kernel is not None else bags.X, bags.bag_ptr, bags.y, costs, K=kernel,
+                                  **engine_options(o))
         K = eng.K
         X = None if kernel is not None else bags.X
         limit = math.inf if time_limit is None else float(time_limit)
@@ -123,17 +123,15 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         first_kick = 0.0
         if not interrupted and parallel and o["kick_seconds"] > 0 and pts:
             first_kick = max(0.0, min(o["kick_seconds"], start_deadline - time.perf_counter()))
-        search = dict(node_limit=o["node_limit"], heuristic=ls, swap=o["swap"], start_swap=bool(starts),
-                      kick_every=o["kick_every"], workers=o["workers"], scheduler=o["scheduler"])
+        search = {}
         if interrupted:   # the command is ending: the root alone, within a short budget, serial, no local search
             left = INTERRUPTED_SECONDS if left is None else min(left, INTERRUPTED_SECONDS)
-            search = dict(node_limit=1, heuristic=None, swap=False, start_swap=False, kick_every=0, workers=1,
-                          scheduler=None)
-        out = eng.solve(time_limit=left, mip_gap=mip_gap, incumbents=[(c, b) for c, b, _ in pts],
-                        incumbent_times=[f - heur_s for _, _, f in pts], primal_incumbents=list(starts),
-                        dive_every=o["dive_every"], heuristic_share=o["heuristic_share"], kick_size=o["kick_size"],
-                        seed=o["seed"], verbose=verbose, log_every=o["log_every"], batch=o["batch"], log=log,
-                        first_kick=first_kick, **search)
+            search = dict(node_limit=1, swap=False, kick_every=0, workers=1, scheduler=None)
+            ls = None
+        opts = SearchOptions.from_options(o, time_limit=left, mip_gap=mip_gap, verbose=bool(verbose), **search)
+        known = Starts(dual=[(c, b) for c, b, _ in pts], times=[f - heur_s for _, _, f in pts], primal=list(starts),
+                       swap=bool(starts) and not interrupted, first_kick=first_kick)
+        out = eng.solve(opts, known, heuristic=ls, log=log)
     if out["w"] is None and out["coef"] is None:   # no start and no node evaluated
         out["coef"] = np.zeros(bags.n_instances)
         out["objective"], out["b"] = eng.phi_raw(np.zeros(bags.n_instances), 0.0)

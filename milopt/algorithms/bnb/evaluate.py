@@ -18,19 +18,11 @@ import time
 import numpy as np
 
 from .bounds import NewtonLookahead, free_set_newton, pair_step_gains
+from .branching import BranchContext
 
-#: stopping tolerances of the dense interior-point node QPs (complementarity, dual residual):
-#: the dual objective of the projected multipliers is then within about 1e-6 of the node's
-#: optimum on MUSK1 nodes (11 % fewer iterations than 1e-10 / 1e-7); it is a valid bound either way
-NODE_IPM_TOL = 1e-8
-NODE_IPM_RD_TOL = 1e-4
-#: dense kernel matrix up to this many instances (else rows from the features on demand); kernel
-#: blocks of effective sets larger than this are not gathered for the active-set method
-DENSE_MAX = 3000
-#: node QPs by the interior-point method up to this many effective instances (else warm-started
-#: SMO); the active-set method works on the kernel block up to this size, beyond it (linear
-#: kernel) on the features
-IPM_MAX = 400
+from .qp import DENSE_MAX, IPM_MAX, NODE_IPM_RD_TOL, NODE_IPM_TOL, ActiveSetQP, effective_groups, node_qp
+
+__all__ = ["DENSE_MAX", "IPM_MAX", "NODE_IPM_RD_TOL", "NODE_IPM_TOL", "NodeEvaluation"]
 
 
 class NodeEvaluation:
@@ -59,126 +51,33 @@ class NodeEvaluation:
         return np.maximum(g, Dn - D), (look if look.ok else None)
 
     # ------------------------------------------------------------------- node QP
+    @property
+    def node_qp(self):
+        """The node QP chain (:func:`.qp.node_qp`) of the engine's ``qp`` and ``active_set``."""
+        key = (self.qp, self.active_set)
+        if getattr(self, "_node_qp_key", None) != key:
+            self._node_qp_obj, self._node_qp_key = node_qp(*key), key
+        return self._node_qp_obj
+
     def _solve_node_smo(self, alpha0, active, deadline, tol):
-        smo = self.smo
-        alpha0 = np.where(active, alpha0, 0.0)
-        smo.alpha = alpha0.copy()
-        smo.active = active.copy()
-        smo.gsum = np.add.reduceat(smo.alpha, smo.gptr[:-1])
-        smo.F = self.y - self.Kv(self.y * smo.alpha)
-        smo.tol = tol
-        its = 0
-        while True:
-            info = smo.solve()
-            its += info["iterations"]
-            if info["converged"] or time.perf_counter() > deadline or info["iterations"] < smo.max_iter:
-                break
-        return smo.alpha.copy(), smo.F.copy(), its, None
+        from .qp import CoordinateDescentQP
 
-    def _solve_node_ipm(self, active, target=math.inf, tight=False):
-        """Node QP on the effective set by the interior-point method (no warm start; near exact),
-        its multipliers projected onto the dual feasible set so that D(α) is a valid bound.
-        Dense Newton systems, or with ``lowrank`` the Woodbury form on the features.  The dense
-        method stops early once the dual objective of its projected iterate reaches ``target``
-        (the node is then closed by its bound; no Newton solver is returned).  ``tight``: the
-        tolerances 1e-11 / 1e-9 instead of :data:`NODE_IPM_TOL` / :data:`NODE_IPM_RD_TOL` (a leaf
-        that the default accuracy cannot close)."""
-        from milopt.qp.svm_ipm import _ipm, _ipm_lowrank
-
-        idx, gi, ginv = self._effective_groups(active)
-        alpha = np.zeros(self.n)
-        if gi is None:
-            # one class only: Σ y α = 0 leaves α = 0 as the only dual feasible point (w = 0)
-            return alpha, self.y.copy(), 0, None
-        if self.lowrank:
-            r = _ipm_lowrank(self.X[idx], self.y[idx], ginv, self.costs[gi], tol=1e-10, max_iter=200)
-        else:
-            KE = self.Krows(idx, idx)
-            stop = self._reaches(target, idx, KE) if math.isfinite(target) else None
-            r = _ipm(KE, self.y[idx], ginv, self.costs[gi], tol=1e-11 if tight else NODE_IPM_TOL, max_iter=200,
-                     rd_tol=1e-9 if tight else NODE_IPM_RD_TOL, stop=stop)
-        alpha[idx] = self.project(r["alpha"], idx)
-        F = self.y - self.Kv(self.y * alpha)
-        return alpha, F, int(r["iterations"]), (None if self.lowrank or not r["converged"] else r.get("newton"))
+        return CoordinateDescentQP().solve(self, alpha0, active, deadline, tol)
 
     def _effective_groups(self, active):
-        """(rows, bags, group of each row) of the effective set ``active``, the bags' ids
-        numbered 0..G-1 as the node QPs take them; bags and groups are None when the set holds
-        one class only."""
-        idx = np.flatnonzero(active)
-        yE = self.y[idx]
-        if not ((yE > 0).any() and (yE < 0).any()):
-            return idx, None, None
-        gi, ginv = np.unique(self.bag_of[idx], return_inverse=True)
-        return idx, gi, ginv
+        return effective_groups(self, active)
 
     def _solve_node_active_set(self, alpha0, active):
-        """Node QP on the effective set by the primal-dual active-set method warm-started from
-        ``alpha0`` (the parent's multipliers), or None when it does not converge (the caller
-        falls back to the interior point).  Exact up to rounding when it converges; no Newton
-        solver is returned (the look-ahead builds its matrix on the free multipliers)."""
-        from milopt.qp.svm_active_set import solve_group_dual_active_set
-
-        idx, gi, ginv = self._effective_groups(active)
-        if gi is None:
-            return None
-        yE = self.y[idx]
-        try:
-            with np.errstate(all="ignore"):
-                if self.kernel or (self.dense and idx.size <= IPM_MAX):
-                    if idx.size > DENSE_MAX:
-                        return None   # a kernel block too large to gather at every node
-                    r = solve_group_dual_active_set(yE, ginv, self.costs[gi], alpha0[idx], K=self.Krows(idx, idx),
-                                                    max_free=IPM_MAX)
-                else:
-                    r = solve_group_dual_active_set(yE, ginv, self.costs[gi], alpha0[idx], V=self.X[idx],
-                                                    max_free=IPM_MAX)
-        except (ValueError, FloatingPointError, np.linalg.LinAlgError):
-            return None
-        if not r["converged"]:
-            return None
-        alpha = np.zeros(self.n)
-        alpha[idx] = self.project(r["alpha"], idx)
-        F = self.y - self.Kv(self.y * alpha)
-        return alpha, F, int(r["iterations"]), None
-
-    def _reaches(self, target, idx, KE):
-        """The interior-point method's early stop: whether the projected iterate's dual objective
-        reaches ``target`` (D of the unprojected iterate, from Q a, is only a first screen: the
-        projection can raise D, so a skipped check only delays the stop)."""
-        yi = self.y[idx]
-
-        def stop(a, Qa):
-            if float(a.sum() - 0.5 * a @ Qa) < target:
-                return False
-            p = self.project(a, idx)
-            v = p * yi
-            return float(p.sum() - 0.5 * v @ (KE @ v)) >= target
-
-        return stop
+        """The active-set method warm-started from ``alpha0`` (:meth:`.qp.ActiveSetQP.warm`), or None."""
+        return ActiveSetQP.warm(self, alpha0, active)
 
     def _node_qp(self, alpha0, active, deadline, tol, target=math.inf, tight=False):
-        """(α, F, iterations, newton) of the node QP: the active-set method warm-started from
-        ``alpha0`` (default ``qp``; not at the root, nor for the ``tight`` re-solve); where it
-        fails, the interior-point method when it is the node solver (falling back to the
-        coordinate descent if it fails numerically), else the warm-started coordinate descent.
-        α is always exactly dual feasible; ``newton`` is the dense interior-point method's last
-        Newton solver (None otherwise, and when the method stopped early because its bound
-        reached ``target``)."""
-        if self.active_set and not tight and alpha0.any():
-            r = self._solve_node_active_set(alpha0, active)
-            self.active_set_log[0 if r is not None else 1] += 1
-            if r is not None:
-                return r
-        if self.qp == "ipm":
-            try:
-                with np.errstate(all="ignore"):
-                    alpha, F, it, newton = self._solve_node_ipm(active, target, tight)
-                if np.all(np.isfinite(alpha)) and np.all(np.isfinite(F)):
-                    return alpha, F, it, newton
-            except (ZeroDivisionError, FloatingPointError, ValueError, np.linalg.LinAlgError):
-                pass
-        return self._solve_node_smo(alpha0, active, deadline, tol)
+        """(α, F, iterations, newton) of the node QP by :attr:`node_qp` (:mod:`.qp`): the
+        active-set method warm-started from ``alpha0`` (default ``qp``; not at the root, nor for
+        the ``tight`` re-solve); where it fails, the interior-point method when it is the node
+        solver, else (and when that fails) the coordinate descent.  α is always exactly dual
+        feasible."""
+        return self.node_qp.solve(self, alpha0, active, deadline, tol, target, tight)
 
     def solve_selection(self, active, deadline, tol=1e-6):
         """Dual-feasible multipliers of the SVM on the effective set ``active`` (high accuracy:
@@ -251,11 +150,14 @@ class NodeEvaluation:
                 tol *= 0.01
             polish = True
             alpha0 = alpha
-        return self._branch(node, alpha, active, F, D, nb, ph, incumbent, eps, iters, raw, norm2, coef, newton)
+        return self._branch(node, alpha, active, F, D, nb, ph, incumbent, eps, iters, raw, norm2, coef, newton,
+                            deadline)
 
-    def _branch(self, node, alpha, active, F, D, nb, ph, incumbent, eps, iters, raw, norm2, coef, newton=None):
+    def _branch(self, node, alpha, active, F, D, nb, ph, incumbent, eps, iters, raw, norm2, coef, newton=None,
+                deadline=math.inf):
         """Look-ahead gains of the node's remaining witness candidates, reduced-cost fixing, and
-        the bag to branch on (see :meth:`_evaluate`)."""
+        the bag to branch on by the engine's rule (``self.rule``, :mod:`.branching`; see
+        :meth:`_evaluate`)."""
         wit = node.wit
         unres = np.flatnonzero(wit < 0)
         ub_bags = self.pos_bags[unres]
@@ -305,21 +207,29 @@ class NodeEvaluation:
         bmax = np.full(unres.size, -np.inf)
         np.maximum.at(bmax, owner, raw[cand])
         viol = self.costs[ub_bags] * np.maximum(0.0, 1.0 - bmax - ph[1])
-        if self.branching == "product":
-            # MIP-style product score: the weakest child's gain times the mean child gain
-            bag_mean = np.bincount(owner, weights=g, minlength=unres.size) / np.maximum(left, 1)
-            score = (bag_min + 1e-6) * (bag_mean + 1e-6)
-        else:
-            score = bag_min
-        score = np.where(multi, score, -np.inf)
-        k = int(np.lexsort((-viol, -score))[0])
+        bag_mean = np.bincount(owner, weights=g, minlength=unres.size) / np.maximum(left, 1)
+        ctx = BranchContext(node=node, alpha=alpha, F=F, active=active, D=D, bound=nb, threshold=thr,
+                            deadline=deadline, cand=cand, owner=owner, gains=g, unres=unres, left=left,
+                            bag_min=bag_min, bag_mean=bag_mean, viol=viol, multi=multi, forced=cand[one[owner]])
+        choice = self.rule.choose(self, ctx)
+        res["strong_qps"] = choice.qps
+        if choice.bound >= thr:
+            # the rule's bound closes the node (every child of one bag reaches the incumbent)
+            return {"action": "close", "bound": max(nb, choice.bound), "iterations": iters, "raw": raw,
+                    "norm2": norm2, "coef": coef, "phi": ph, "strong_qps": choice.qps}
+        nb = max(nb, choice.bound)
+        res["bound"] = nb
+        k = choice.bag
         sel = owner == k
         gk = g[sel]
         if look is not None and self.pair_bags:
             gk = self._two_bag_gains(look, k, sel, owner, at, bag_min, gk, D)
             nb = max(nb, float(D + gk.min()))
             res["bound"] = nb
-        res.update(bag=int(unres[k]), rows=cand[sel], child_bounds=np.maximum(nb, D + gk))
+        child = np.maximum(nb, D + gk)
+        if choice.child_bounds is not None:
+            child = np.maximum(child, choice.child_bounds)
+        res.update(bag=int(unres[k]), rows=cand[sel], child_bounds=child, child_alpha=choice.child_alpha)
         return res
 
     def _two_bag_gains(self, look, k, sel, owner, at, bag_min, gk, D):

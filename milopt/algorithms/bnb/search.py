@@ -37,8 +37,12 @@ from milopt.errors import InvalidParameterError
 from milopt.segments import segment_argmax
 
 from .bounds import mi_objective_best_b, project_dual
+from .rules import RULES
 from .evaluate import DENSE_MAX, IPM_MAX, NodeEvaluation
-from .nodes import Node, NodeQueue
+from .nodes import Node
+from .options import SearchOptions
+from .primal import Alternation, KickSearch, Starts, SwapSearch
+from .state import SearchState
 
 #: low-rank (Woodbury) interior-point Newton systems when features ≤ this share of the effective set
 LOWRANK_RATIO = 0.5
@@ -72,10 +76,13 @@ class MISVMBranchAndBound(NodeEvaluation):
     K : ndarray (n, n), optional
         Kernel (Gram) matrix of the instances (RBF, polynomial, precomputed): the search then
         works on dual coefficients only and returns ``coef`` (f(x) = Σ coef_i K(z_i, x) + b).
+    branching, newton_gains, pair_bags, strong_bags, strong_depth
+        Options ``branching`` (the rule, :data:`.rules.RULES`), ``newton``, ``pair_bags``,
+        ``strong_bags`` and ``strong_depth`` of ``milopt.algorithms.bnb.options``.
     """
 
     def __init__(self, X, bag_ptr, y_bag, costs, tol=1e-4, qp="auto", K=None, branching="product",
-                 newton_gains=True, pair_bags=3):
+                 newton_gains=True, pair_bags=3, strong_bags=4, strong_depth=None):
         from milopt.qp.svm_dcd import GroupSVMDual
 
         self.kernel = K is not None
@@ -109,9 +116,10 @@ class MISVMBranchAndBound(NodeEvaluation):
         self.dense = self.kernel or n <= DENSE_MAX
         self.K = K if self.kernel else (self.X @ self.X.T if self.dense else None)
         self.tol = float(tol)
-        if branching not in ("lookahead", "product"):
-            raise InvalidParameterError(f"bnb: branching must be 'lookahead' or 'product', got {branching!r}")
+        if branching not in RULES:
+            raise InvalidParameterError(f"bnb: branching must be one of {', '.join(RULES)}, got {branching!r}")
         self.branching = branching
+        self.rule = RULES[branching](strong_bags=int(strong_bags), strong_depth=strong_depth)
         self.newton_gains = bool(newton_gains)
         self.pair_bags = int(pair_bags)
         # a bag of cost 0 (e.g. kent-yu weights without positive bags) never constrains (w, b):
@@ -181,55 +189,26 @@ class MISVMBranchAndBound(NodeEvaluation):
         return project_dual(a, self.y[idx], self.bag_of[idx], self.costs)
 
     # ---------------------------------------------------------------- the search
-    def solve(self, time_limit=None, mip_gap=1e-4, abs_gap=1e-9, node_limit=None, incumbents=(), primal_incumbents=(),
-              heuristic=None, swap=True, dive_every=0, heuristic_share=0.1, verbose=False, log_every=5.0,
-              history_every=0.5, workers=1, batch=0, log=None, start_swap=False, kick_every=0, kick_size=3, seed=0,
-              incumbent_times=None, scheduler=None, first_kick=0.0):
+    def solve(self, options=None, starts=None, heuristic=None, log=None, **overrides):
         """Run the branch and bound.
 
         Parameters
         ----------
-        time_limit : float, optional
-            Wall seconds for the search.
-        mip_gap : float
-            Stop when ``(UB − LB) / max(|UB|, 1e-10) ≤ mip_gap``.
-        abs_gap : float
-            ... or when UB − LB ≤ abs_gap.
-        node_limit : int, optional
-        incumbents : iterable of (coef, b)
-            Known points as dual coefficients (f = K coef + b); their Φ is evaluated and the best
-            is the first incumbent.
-        incumbent_times : list of float, optional
-            When each of ``incumbents`` was found, in seconds relative to the start of this call
-            (negative: before it); the trajectory records them at these times.
-        primal_incumbents : iterable of (w, b)
-            Known points as primal weights (linear kernel).
+        options : SearchOptions, optional
+            The search's options (``milopt.algorithms.bnb.options``: node and time limits, gaps,
+            local search, workers, log); default the declared defaults.
+        starts : Starts, optional
+            Known points offered before the search (:class:`.primal.Starts`).
         heuristic : callable(scores) -> (coef, b) or None, optional
-            Local improvement (the alternation) started from a node's scores.
-        swap : bool
-            Run the 1-opt witness-swap search (``heuristics.swap_search``) from every new
-            incumbent found by a dive (and from the best start with ``start_swap``).
-        dive_every : int
-            Also run ``heuristic`` from every k-th node's relaxation (0: only on improvement).
-        heuristic_share : float
-            Heuristics during the search stop while they have used more than this share of the
-            elapsed time (+ 1 s).
-        kick_every, kick_size, seed : int
-            After ``kick_every`` nodes (0: never), one second of the iterated local search
-            (``heuristics.kick_search``, at most ``kick_size`` bags kicked at once, seeded)
-            from the incumbent (with a pool, in a worker while the others evaluate nodes); the
-            interval doubles after every round that finds nothing and returns to
-            ``kick_every`` after one that does.
-        verbose : bool
-            Progress lines (time, nodes, open, incumbent, bound, gap) on stderr every ``log_every`` s.
-        workers, batch : int
-            Processes evaluating open nodes in parallel (``milopt.algorithms.bnb.parallel``), nodes per round.
-        scheduler : str, optional
-            Evaluate the rounds on a dask.distributed cluster (``'local'`` or an address).
-        first_kick : float
-            With a pool: seconds of iterated local search from the best start, run in a worker
-            from the beginning of the search (the starts' last phase, overlapped with the
-            search instead of before it).
+            Local improvement (the alternation) started from a node's scores
+            (:class:`.primal.Alternation`).
+        log : text stream, optional
+            Where ``verbose`` writes (default stderr).
+        **overrides
+            Fields of :class:`SearchOptions` replacing those of ``options`` (validated by their
+            declaration: ``solve(node_limit=5, mip_gap=1e-7)``), and the earlier keywords of the
+            starts (``incumbents``, ``incumbent_times``, ``primal_incumbents``, ``start_swap``,
+            ``first_kick``: the fields of :class:`.primal.Starts`).
 
         Returns
         -------
@@ -238,18 +217,23 @@ class MISVMBranchAndBound(NodeEvaluation):
         open_nodes, seconds, incumbent_source, incumbent_time, heuristic_search_seconds,
         closed_nodes (evaluated nodes closed, by bound or by a feasible relaxed optimum),
         active_set_solves / active_set_fallbacks (node QPs solved by the warm-started active-set
-        method / handed to the interior point or coordinate descent after it failed).
+        method / handed to the interior point or coordinate descent after it failed),
+        strong_qps (node QPs solved by strong branching), trajectory.
         """
-        run = _Search(self, time_limit=time_limit, mip_gap=mip_gap, abs_gap=abs_gap, heuristic=heuristic, swap=swap,
-                      dive_every=dive_every, heuristic_share=heuristic_share, verbose=verbose, log_every=log_every,
-                      history_every=history_every, log=log, kick_every=kick_every, kick_size=kick_size, seed=seed)
-        run.header(workers)
+        legacy = {Starts.KEYWORDS[k]: overrides.pop(k) for k in list(overrides) if k in Starts.KEYWORDS}
+        if starts is None:
+            starts = Starts(**legacy)
+        opts = options if options is not None else SearchOptions()
+        if overrides:
+            opts = opts.replace(**overrides)
+        run = Search(self, opts, heuristic, log)
+        run.header()
         termination = "optimal"
         try:
-            run.offer_starts(incumbents, incumbent_times, primal_incumbents, start_swap)
-            if workers > 1 or scheduler:
-                run.open_pool(workers, scheduler, first_kick)
-            termination = run.loop(node_limit, workers, batch)
+            run.offer_starts(starts)
+            if opts.workers > 1 or opts.scheduler:
+                run.open_pool(starts.first_kick)
+            termination = run.loop()
         except KeyboardInterrupt:
             termination = "interrupted"
         finally:
@@ -257,44 +241,31 @@ class MISVMBranchAndBound(NodeEvaluation):
         return run.result(termination)
 
 
-class _Search:
-    """The state of one run of :meth:`MISVMBranchAndBound.solve` and its steps.
+class Search:
+    """One run of :meth:`MISVMBranchAndBound.solve`: its steps over one :class:`.state.SearchState`.
 
-    The incumbent (``best``: Φ, point, source, time) with its trajectory, the open nodes
-    (``queue``) and the smallest bound of the nodes closed so far (``closed``: with the queue's
-    smallest bound, the proof's lower bound), the counters (``stats``), the time spent in primal
-    heuristics (``heur``) and the recorded history.  Parameters as in
-    :meth:`MISVMBranchAndBound.solve`.
+    The engine evaluates nodes (node QP, look-ahead, branching rule); this object books the
+    results (incumbent, closing, children), keeps the proof's lower bound, and runs the primal
+    heuristics (:mod:`.primal`) within their time share.  ``opts``: :class:`SearchOptions`.
     """
 
-    def __init__(self, eng, time_limit, mip_gap, abs_gap, heuristic, swap, dive_every, heuristic_share, verbose,
-                 log_every, history_every, log, kick_every, kick_size, seed):
-        self.eng = eng
-        self.mip_gap, self.abs_gap = mip_gap, abs_gap
-        self.heuristic, self.swap, self.dive_every, self.heuristic_share = heuristic, swap, dive_every, heuristic_share
-        self.verbose, self.log_every, self.history_every = verbose, log_every, history_every
-        self.kick_every, self.kick_size, self.seed = kick_every, kick_size, seed
+    def __init__(self, eng, opts, heuristic=None, log=None):
+        self.eng, self.opts = eng, opts
+        self.local = Alternation(heuristic) if heuristic is not None else None
+        self.swapper = SwapSearch() if opts.swap else None
+        self.kicker = KickSearch(opts.kick_size)
         self.t0 = time.perf_counter()
-        self.deadline = self.t0 + (float(time_limit) if time_limit is not None else math.inf)
+        self.deadline = self.t0 + (float(opts.time_limit) if opts.time_limit is not None else math.inf)
         self.out_log = log if log is not None else sys.stderr
-        self.best = {"value": math.inf, "coef": None, "w": None, "b": 0.0, "source": "", "time": None}
-        self.trajectory = []      # (seconds, Φ) of every improving incumbent, in the order found
-        self.heur = {"time": 0.0}
-        self.history = []
-        self.last = {"hist": -math.inf, "log": -math.inf}
-        self.queue = NodeQueue()
-        self.closed = [math.inf]  # smallest bound of the nodes closed so far (part of the proof)
-        self.queue.push(Node(-math.inf, eng.wit0.copy(), np.zeros(eng.n), 0, -1))
-        self.stats = {"nodes": 0, "iters": 0, "root": None, "closed": 0, "kicks": 0, "next_kick": kick_every,
-                      "kick_gap": kick_every, "active": 0, "fallback": 0}
+        self.s = SearchState(next_kick=opts.kick_every, kick_gap=opts.kick_every)
+        self.s.queue.push(Node(-math.inf, eng.wit0.copy(), np.zeros(eng.n), 0, -1))
         self.pool = None
-        self.pending = [None]     # a round of the iterated local search running in a worker
 
     # ------------------------------------------------------------- incumbent
     def offer(self, vec=None, b=None, source="", raw=None, norm2=None, ph=None, is_w=False):
         """Score a point (dual coefficients, or primal w with ``is_w``) by Φ; keep it when it
         improves the incumbent."""
-        eng, best = self.eng, self.best
+        eng, best = self.eng, self.s.incumbent
         if ph is None:
             if is_w:
                 ph = eng.phi(vec)
@@ -304,257 +275,253 @@ class _Search:
                     norm2 = float(vec @ raw)
                 ph = eng.phi_raw(raw, norm2)
         val, bb = ph
-        if val < best["value"] - 1e-12 * max(1.0, abs(val)):
-            best.update(value=val, b=bb, source=source, time=time.perf_counter() - self.t0,
-                        coef=None if is_w else np.array(vec, dtype=float), w=np.array(vec) if is_w else None)
-            self.trajectory.append((best["time"], float(val)))
+        if val < best.value - 1e-12 * max(1.0, abs(val)):
+            best.value, best.b, best.source, best.time = val, bb, source, time.perf_counter() - self.t0
+            best.coef = None if is_w else np.array(vec, dtype=float)
+            best.w = np.array(vec) if is_w else None
+            self.s.trajectory.append((best.time, float(val)))
             return True
         return False
 
     def incumbent_raw(self):
         """Scores K coef (or X w) of the incumbent."""
-        best = self.best
-        return self.eng.Kv(best["coef"]) if best["coef"] is not None else self.eng.X @ best["w"]
+        best = self.s.incumbent
+        return self.eng.Kv(best.coef) if best.coef is not None else self.eng.X @ best.w
 
     def budget_ok(self):
-        return self.heur["time"] < self.heuristic_share * (time.perf_counter() - self.t0) + 1.0
+        return self.s.heuristic_seconds < self.opts.heuristic_share * (time.perf_counter() - self.t0) + 1.0
+
+    def _run(self, heuristic, scores, deadline, source, **kw):
+        """Offer the point of ``heuristic`` from ``scores``; a failed local search never stops the proof."""
+        try:
+            r = heuristic.run(self.eng, scores, deadline, **kw)
+        except KeyboardInterrupt:
+            raise
+        except Exception:  # noqa: BLE001 - a failed local search is only a missing incumbent
+            return False
+        return r is not None and self.offer(np.asarray(r[0], dtype=float), r[1], source)
 
     def polish(self, raw, source):
         """Alternation from ``raw``, then the swap search from an improved incumbent."""
-        from .heuristics import swap_search
-
         th = time.perf_counter()
         improved = False
-        try:
-            if self.heuristic is not None and raw is not None:
-                r = self.heuristic(raw)
-                if r is not None:
-                    improved |= self.offer(np.asarray(r[0], dtype=float), r[1], source)
-            if self.swap and (improved or raw is None):
-                s = swap_search(self.eng, self.incumbent_raw(), min(self.deadline, th + max(2.0, 0.1 * (th - self.t0))))
-                if s is not None:
-                    improved |= self.offer(s[1], s[2], "swap")
-        except KeyboardInterrupt:
-            raise
-        except Exception:  # noqa: BLE001 - a failed local search never stops the proof
-            pass
-        self.heur["time"] += time.perf_counter() - th
+        if self.local is not None and raw is not None:
+            improved |= self._run(self.local, raw, math.inf, source)
+        if self.swapper is not None and (improved or raw is None):
+            improved |= self._run(self.swapper, self.incumbent_raw(),
+                                  min(self.deadline, th + max(2.0, 0.1 * (th - self.t0))), "swap")
+        self.s.heuristic_seconds += time.perf_counter() - th
         return improved
 
-    def offer_starts(self, incumbents, incumbent_times, primal_incumbents, start_swap):
+    def offer_starts(self, starts):
         """The known points (dual, then primal), then the swap search from the best of them."""
-        best = self.best
-        for k, (vec, b) in enumerate(incumbents):
-            if self.offer(np.asarray(vec, dtype=float), b, "start") and incumbent_times is not None:
+        best = self.s.incumbent
+        for k, (vec, b) in enumerate(starts.dual):
+            if self.offer(np.asarray(vec, dtype=float), b, "start") and starts.times is not None:
                 # a start found before the search: its own time (negative: before the search began)
-                best["time"] = float(incumbent_times[k])
-                self.trajectory[-1] = (best["time"], self.trajectory[-1][1])
-        for w, b in primal_incumbents:
+                best.time = float(starts.times[k])
+                self.s.trajectory[-1] = (best.time, self.s.trajectory[-1][1])
+        for w, b in starts.primal:
             self.offer(np.asarray(w, dtype=float), b, "start", is_w=True)
-        if start_swap and self.swap and best["value"] < math.inf and time.perf_counter() < self.deadline:
-            self.swap_only()
-
-    def swap_only(self):
-        """The swap search from the starting incumbent."""
-        from .heuristics import swap_search
-
-        th = time.perf_counter()
-        try:
+        if (starts.swap and self.swapper is not None and best.value < math.inf
+                and time.perf_counter() < self.deadline):
             # ten seconds whatever the time limit (the starts' schedule does not depend on it)
-            s = swap_search(self.eng, self.incumbent_raw(), min(self.deadline, th + 10.0))
-            if s is not None:
-                self.offer(s[1], s[2], "swap")
-        except KeyboardInterrupt:
-            raise
-        except Exception:  # noqa: BLE001
-            pass
-        self.heur["time"] += time.perf_counter() - th
+            th = time.perf_counter()
+            self._run(self.swapper, self.incumbent_raw(), min(self.deadline, th + 10.0), "swap")
+            self.s.heuristic_seconds += time.perf_counter() - th
 
     # ------------------------------------------------------------- the proof
     def lower(self):
-        return min(self.queue.min_bound(), self.closed[0], self.best["value"])
+        return min(self.s.queue.min_bound(), self.s.closed_bound, self.s.incumbent.value)
 
     def eps(self):
-        v = self.best["value"]
-        return max(self.abs_gap, self.mip_gap * abs(v)) if math.isfinite(v) else self.abs_gap
+        v = self.s.incumbent.value
+        return max(self.opts.abs_gap, self.opts.mip_gap * abs(v)) if math.isfinite(v) else self.opts.abs_gap
 
     def closes(self, bound):
-        return bound >= self.best["value"] - self.eps()
+        return bound >= self.s.incumbent.value - self.eps()
 
     def record(self, force=False):
-        now = time.perf_counter() - self.t0
-        if force or now - self.last["hist"] >= self.history_every:
-            lb, ub = self.lower(), self.best["value"]
-            self.history.append({"time": now, "nodes": self.stats["nodes"], "lower": lb, "upper": ub,
-                                 "gap": relative_gap(ub, lb), "open": len(self.queue)})
-            self.last["hist"] = now
-        if self.verbose and (force or now - self.last["log"] >= self.log_every):
-            lb, ub = self.lower(), self.best["value"]
-            print(f"{now:9.1f}s {self.stats['nodes']:10d} {len(self.queue):9d} {ub:14.7g} {lb:14.7g} "
+        s, now = self.s, time.perf_counter() - self.t0
+        if force or now - s.last_history >= self.opts.history_every:
+            lb, ub = self.lower(), s.incumbent.value
+            s.history.append({"time": now, "nodes": s.nodes, "lower": lb, "upper": ub,
+                              "gap": relative_gap(ub, lb), "open": len(s.queue)})
+            s.last_history = now
+        if self.opts.verbose and (force or now - s.last_log >= self.opts.log_every):
+            lb, ub = self.lower(), s.incumbent.value
+            print(f"{now:9.1f}s {s.nodes:10d} {len(s.queue):9d} {ub:14.7g} {lb:14.7g} "
                   f"{100 * relative_gap(ub, lb):8.3f}%", file=self.out_log, flush=True)
-            self.last["log"] = now
+            s.last_log = now
 
-    def header(self, workers):
+    def header(self):
         """The verbose log's first lines."""
-        if not self.verbose:
+        if not self.opts.verbose:
             return
         eng = self.eng
         node_qp = f"active set, {eng.qp} on failure" if eng.active_set else eng.qp
         print(f"bnb: {eng.B} bags, {eng.n} instances, {int(eng.ypos.sum())} positive bags "
               f"({int(np.sum(eng.sizes[eng.pos_bags]))} witness candidates); node QP {node_qp}; "
-              f"workers {workers}", file=self.out_log)
+              f"branching {eng.branching}; workers {self.opts.workers}", file=self.out_log)
         print(f"{'time':>10} {'nodes':>10} {'open':>9} {'incumbent':>14} {'bound':>14} {'gap':>9}",
               file=self.out_log, flush=True)
 
     # ------------------------------------------------------------- nodes
     def apply(self, node, res):
         """Book a node's evaluation: incumbent, closing, children."""
-        stats, closed = self.stats, self.closed
-        stats["nodes"] += 1
-        stats["iters"] += res["iterations"]
+        s = self.s
+        s.nodes += 1
+        s.iterations += res["iterations"]
         solved, failed = res.get("active_set", (0, 0))
-        stats["active"] += solved
-        stats["fallback"] += failed
-        if stats["root"] is None:
-            stats["root"] = res["bound"]
+        s.active_set_solves += solved
+        s.active_set_fallbacks += failed
+        s.strong_qps += res.get("strong_qps", 0)
+        if s.root_bound is None:
+            s.root_bound = res["bound"]
         improved = self.offer(res["coef"], None, "node", ph=res["phi"])
         if "dive" in res:
-            self.heur["time"] += res.get("dive_seconds", 0.0)
+            s.heuristic_seconds += res.get("dive_seconds", 0.0)
             v, c, b = res["dive"]
-            if (self.offer(c, b, "dive", ph=(v, b)) and self.swap and self.budget_ok()
+            if (self.offer(c, b, "dive", ph=(v, b)) and self.swapper is not None and self.budget_ok()
                     and time.perf_counter() < self.deadline):
                 self.polish(None, "dive")
         if improved and self.budget_ok() and time.perf_counter() < self.deadline:
             self.polish(res["raw"], "node")
         if res["action"] == "close" or self.closes(res["bound"]):
-            closed[0] = min(closed[0], res["bound"])
-            stats["closed"] += 1
+            s.close(res["bound"])
+            s.closed += 1
             return
         # candidates ruled out by reduced-cost fixing: their bounds reached the incumbent
-        closed[0] = min(closed[0], res["out_bound"])
+        s.close(res["out_bound"])
         base = node.wit.copy()
         base[res["forced_bags"]] = res["forced_rows"]
-        for r_, cb in zip(res["rows"].tolist(), res["child_bounds"].tolist()):
+        alphas = res.get("child_alpha") or [res["alpha"]] * len(res["rows"])
+        for r_, cb, a in zip(res["rows"].tolist(), res["child_bounds"].tolist(), alphas):
             if self.closes(cb):
-                closed[0] = min(closed[0], cb)
+                s.close(cb)
                 continue
             cw = base.copy()
             if res["bag"] >= 0:
                 cw[res["bag"]] = r_
-            self.queue.push(Node(cb, cw, res["alpha"], node.depth + 1, r_, res["out"]))
+            s.queue.push(Node(cb, cw, a, node.depth + 1, r_, res["out"]))
 
     def wants_dive(self, j):
         """Whether the j-th node of the next round runs a dive (every ``dive_every``-th node,
         within the heuristic time share)."""
-        k = self.stats["nodes"] + j
-        return bool(self.dive_every) and k % self.dive_every == 0 and self.budget_ok()
+        k, every = self.s.nodes + j, self.opts.dive_every
+        return bool(every) and k % every == 0 and self.budget_ok()
 
-    def loop(self, node_limit, workers, batch):
+    def loop(self):
         """Best-bound rounds until the proof closes or a limit is reached: the termination."""
-        queue, stats, best = self.queue, self.stats, self.best
-        while queue:
-            if self.closes(queue.min_bound()):
+        s, node_limit = self.s, self.opts.node_limit
+        while s.queue:
+            if self.closes(s.queue.min_bound()):
                 break
-            if time.perf_counter() > self.deadline and stats["nodes"]:
+            if time.perf_counter() > self.deadline and s.nodes:
                 # (the root is evaluated whatever the time left: its QP stops at the
                 # deadline, and its bound is the proof's starting point)
                 return "time_limit"
-            if node_limit is not None and stats["nodes"] >= node_limit:
+            if node_limit is not None and s.nodes >= node_limit:
                 return "iteration_limit"
             if self.pool is None:
-                node = queue.pop()
-                res = self.eng.evaluate(node, best["value"], self.eps(), self.deadline, dive=self.wants_dive(0))
+                node = s.queue.pop()
+                res = self.eng.evaluate(node, s.incumbent.value, self.eps(), self.deadline, dive=self.wants_dive(0))
                 self.apply(node, res)
             else:
-                self.parallel_round(node_limit, workers, batch)
-            if self.pending[0] is not None and self.pending[0].ready():
-                self.kick_done(self.pending[0].get())
-                self.pending[0] = None
-            if (self.kick_every and self.pending[0] is None and stats["nodes"] >= stats["next_kick"]
-                    and best["value"] < math.inf and self.budget_ok() and time.perf_counter() < self.deadline):
+                self.parallel_round()
+            if s.pending is not None and s.pending.ready():
+                self.kick_done(s.pending.get())
+                s.pending = None
+            if (self.opts.kick_every and s.pending is None and s.nodes >= s.next_kick
+                    and s.incumbent.value < math.inf and self.budget_ok() and time.perf_counter() < self.deadline):
                 self.kick_round()
             self.record()
         return "optimal"
 
-    def parallel_round(self, node_limit, workers, batch):
+    def parallel_round(self):
         """The best open nodes (``batch``, default 8 per worker) evaluated by the pool."""
-        closed = self.closed
-        k = batch or 8 * workers
+        s, node_limit = self.s, self.opts.node_limit
+        k = self.opts.batch or 8 * self.opts.workers
         if node_limit is not None:
-            k = min(k, node_limit - self.stats["nodes"])
-        nodes = [self.queue.pop() for _ in range(min(k, len(self.queue)))]
-        nodes = [nd for nd in nodes if not self.closes(nd.bound) or closed.__setitem__(
-            0, min(closed[0], nd.bound))]
+            k = min(k, node_limit - s.nodes)
+        nodes = []
+        for _ in range(min(k, len(s.queue))):
+            nd = s.queue.pop()
+            if self.closes(nd.bound):
+                s.close(nd.bound)
+            else:
+                nodes.append(nd)
         dives = [self.wants_dive(j) for j in range(len(nodes))]
-        for node, res in zip(nodes, self.pool.evaluate(nodes, self.best["value"], self.eps(), self.deadline, dives)):
+        for node, res in zip(nodes, self.pool.evaluate(nodes, s.incumbent.value, self.eps(), self.deadline, dives)):
             self.apply(node, res)
 
     # ------------------------------------------------------------- iterated local search
     def kick_done(self, r):
         """Offer a round's result; the interval doubles after a round that finds nothing
         (and is reset by one that does)."""
-        stats = self.stats
+        s = self.s
         found = r is not None and self.offer(r[1], r[2], "kick")
-        stats["kick_gap"] = self.kick_every if found else 2 * stats["kick_gap"]
-        stats["next_kick"] = stats["nodes"] + stats["kick_gap"]
+        s.kick_gap = self.opts.kick_every if found else 2 * s.kick_gap
+        s.next_kick = s.nodes + s.kick_gap
 
     def kick_round(self, length=1.0, first=False):
         """``length`` seconds of the iterated local search from the incumbent: in a worker
         while the others evaluate nodes (parallel search), else here.  ``first``: the
         starts' own round, seeded as it is in a serial run."""
-        from .heuristics import kick_search
-
-        self.stats["kicks"] += 1
+        s = self.s
+        s.kicks += 1
         th = time.perf_counter()
         seconds = min(length, self.deadline - th)
-        round_seed = self.seed if first else self.seed + self.stats["kicks"]
+        round_seed = self.opts.seed if first else self.opts.seed + s.kicks
         try:
             start_raw = self.incumbent_raw()
             if self.pool is not None:
-                self.pending[0] = self.pool.kick(start_raw, seconds, round_seed, self.kick_size)
-                self.heur["time"] += seconds
+                s.pending = self.pool.kick(start_raw, seconds, round_seed, self.kicker.kick)
+                s.heuristic_seconds += seconds
                 return
-            self.kick_done(kick_search(self.eng, start_raw, th + seconds, seed=round_seed, kick=self.kick_size))
+            r = self.kicker.run(self.eng, start_raw, th + seconds, seed=round_seed)
+            self.kick_done(None if r is None else (None, r[0], r[1]))
         except KeyboardInterrupt:
             raise
         except Exception:  # noqa: BLE001 - a failed local search never stops the proof
             pass
-        self.heur["time"] += time.perf_counter() - th
+        s.heuristic_seconds += time.perf_counter() - th
 
     # ------------------------------------------------------------- worker pool
-    def open_pool(self, workers, scheduler, first_kick):
+    def open_pool(self, first_kick=0.0):
         """Processes (or a dask cluster) evaluating rounds of open nodes; ``first_kick`` seconds of
         the iterated local search from the best start in one of them."""
         from .parallel import NodePool
 
         # connecting to a cluster counts against the time limit (dask waits 30 s at most)
-        self.pool = NodePool(self.eng, workers, scheduler, timeout=min(30.0, self.deadline - time.perf_counter()))
-        if first_kick > 0 and self.best["value"] < math.inf:
+        self.pool = NodePool(self.eng, self.opts.workers, self.opts.scheduler,
+                             timeout=min(30.0, self.deadline - time.perf_counter()))
+        if first_kick > 0 and self.s.incumbent.value < math.inf:
             self.kick_round(first_kick, first=True)
 
     def close_pool(self):
         """Collect a finished round of the local search, then stop the pool."""
         if self.pool is not None:
-            if self.pending[0] is not None and self.pending[0].ready():
-                self.kick_done(self.pending[0].get())
+            if self.s.pending is not None and self.s.pending.ready():
+                self.kick_done(self.s.pending.get())
             self.pool.close()
 
     # ------------------------------------------------------------- the record
     def result(self, termination):
         """The record :meth:`MISVMBranchAndBound.solve` returns."""
-        eng, best, stats = self.eng, self.best, self.stats
+        eng, s = self.eng, self.s
+        best = s.incumbent
         lb = self.lower()
-        ub = best["value"]
         if termination == "optimal" and not self.closes(lb):
             termination = "time_limit"
         self.record(force=True)
-        w, coef = best["w"], best["coef"]
+        w, coef = best.w, best.coef
         if not eng.kernel and w is None and coef is not None:
             w = eng.X.T @ coef
-        return {"w": w, "coef": coef, "b": best["b"], "objective": ub, "bound": lb, "nodes": stats["nodes"],
-                "iterations": stats["iters"], "termination": termination, "history": self.history,
-                "root_bound": stats["root"], "open_nodes": len(self.queue), "seconds": time.perf_counter() - self.t0,
-                "incumbent_source": best["source"], "incumbent_time": best["time"],
-                "heuristic_search_seconds": self.heur["time"], "closed_nodes": stats["closed"],
-                "active_set_solves": stats["active"], "active_set_fallbacks": stats["fallback"],
-                "trajectory": self.trajectory}
+        return {"w": w, "coef": coef, "b": best.b, "objective": best.value, "bound": lb, "nodes": s.nodes,
+                "iterations": s.iterations, "termination": termination, "history": s.history,
+                "root_bound": s.root_bound, "open_nodes": len(s.queue), "seconds": time.perf_counter() - self.t0,
+                "incumbent_source": best.source, "incumbent_time": best.time,
+                "heuristic_search_seconds": s.heuristic_seconds, "closed_nodes": s.closed,
+                "active_set_solves": s.active_set_solves, "active_set_fallbacks": s.active_set_fallbacks,
+                "strong_qps": s.strong_qps, "trajectory": s.trajectory}
