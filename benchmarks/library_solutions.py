@@ -66,9 +66,13 @@ def main(argv=None) -> int:
     ap.add_argument("--suite", default="all")
     ap.add_argument("--time-limit", type=float, default=120.0, help="seconds per solve (default 120)")
     ap.add_argument("--solver", default=None, help="solve with this backend instead of the catalogue's prover "
-                                                   "(e.g. ipopt where HiGHS's point does not verify)")
+                                                   "or bnb (e.g. ipopt where HiGHS's point does not verify, "
+                                                   "scip on an MI-SVM instance)")
     ap.add_argument("--bnb-options", default="", help="options of bnb, key=value,key=value (e.g. kick_seconds=150: "
                                                        "more iterated local search before the tree on a busy machine)")
+    ap.add_argument("--history", default=None, metavar="DIR",
+                    help="write each solve's bound and incumbent over time (bnb) as DIR/NAME.csv: time, nodes, "
+                         "lower, upper (the frontier of an open instance)")
     ap.add_argument("--reuse", action="store_true", help="take each MI-SVM source point from its shipped .sol")
     ap.add_argument("--update", action="store_true", help="write .sol files, certificates.csv and milopt.solu")
     ap.add_argument("--sync-only", action="store_true", help="only put the catalogue's statuses in step with "
@@ -98,6 +102,7 @@ def main(argv=None) -> int:
     order = sorted(chosen, key=lambda n: 0 if any(g.name == n for g in groups.values()) else 1)
     by = {i.name: i for i in cat}
     points: dict = {}      # problem key -> (point, value, source name, certificate row)
+    done: list = []        # the instances this run updates
     for name in order:
         inst = by[name]
         key = cert.problem_key(inst)
@@ -128,7 +133,8 @@ def main(argv=None) -> int:
         else:
             cls = inst.problem_class
             solver = args.solver or _solver_for(inst, cls)
-            if key is not None and key[3] in ("l2", "kernel") and inst.proof_solver != "scip":
+            if (not args.solver and key is not None and key[3] in ("l2", "kernel")
+                    and inst.proof_solver != "scip"):
                 solver = "bnb"      # milopt's exact method, unless SCIP proved it (Kent & Yu's data)
             if args.reuse and cert.sol_path(name).is_file() and key is not None:
                 model = build(inst)[0]
@@ -137,6 +143,8 @@ def main(argv=None) -> int:
             else:
                 opts = dict(kv.split("=", 1) for kv in args.bnb_options.split(",") if kv) if solver == "bnb" else {}
                 model, res, secs = _solve(inst, solver, args.time_limit, 1e-7 if solver != "bnb" else 1e-4, opts)
+                if args.history and res.history:
+                    _write_history(args.history, name, res.history, load0)
                 if res.objective is None:
                     print(f"{name:36s} {solver}: no solution ({res.termination})", flush=True)
                     continue
@@ -171,6 +179,12 @@ def main(argv=None) -> int:
             for k in ("how", "solver", "version", "seconds", "nodes", "load", "date"):   # the recorded proof
                 if old.get(k):
                     row[k] = old[k]
+        kb = read_solu_full(solu_path()).get(name, {})   # another run may have improved it meanwhile
+        if _worse_than_shipped(f, kb, name, sense, row, cert):
+            # keep the shipped (better) point; this run contributes at most a better dual bound
+            _keep_point(name, kb, cert.read_certificates().get(name, old), bound, row, sense, cert, certs, known,
+                        done if args.update else [])
+            continue
         kind = "opt" if bound is not None and cert.proved(f, bound, sense) else "best"
         gap = None if bound is None else abs(f - bound) / max(abs(f), 1e-12)
         row.update(kind=kind, value=f"{f:.12g}", bound="" if bound is None else f"{bound:.12g}",
@@ -188,6 +202,7 @@ def main(argv=None) -> int:
                 continue
             certs[name] = row
             known[name] = {"kind": kind, "value": float(f"{f:.12g}"), "bound": bound}
+            done.append(name)
         prev = kb.get("value")
         shift = "" if prev is None else f" [was {kb.get('kind')} {prev:.10g}, {(f - prev) / max(1.0, abs(prev)):+.1e}]"
         print(f"{name:36s} {kind:4s} {f:.10g} bound {'-' if bound is None else f'{bound:.10g}'}{shift} "
@@ -195,8 +210,13 @@ def main(argv=None) -> int:
               f"{', max violation %.1e' % chk['max_violation'] if chk.get('max_violation') is not None else ''})",
               flush=True)
     if args.update:
-        cert.write_certificates(certs)
-        write_solu_full(solu_path(), known)
+        # re-read both files and change only this run's instances: runs on other suites may have
+        # written them meanwhile
+        fresh_certs, fresh_known = cert.read_certificates(), read_solu_full(solu_path())
+        for name in done:
+            fresh_certs[name], fresh_known[name] = certs[name], known[name]
+        cert.write_certificates(fresh_certs)
+        write_solu_full(solu_path(), fresh_known)
         sync_catalogue()
         print(f"updated {cert.certificates_path()}, {solu_path()} and the catalogue's statuses", file=sys.stderr)
     print(f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}", file=sys.stderr)
@@ -239,6 +259,49 @@ def sync_catalogue() -> None:
             inst = replace(inst, status="open", proof_seconds=None, proof_solver="")
         out.append(inst)
     write_catalogue(out)
+
+
+def _worse_than_shipped(f, kb, name, sense, row, cert) -> bool:
+    """True when a solved (not transferred) point is worse than the value of the shipped ``.sol``."""
+    prev = kb.get("value")
+    if prev is None or not cert.sol_path(name).is_file() or str(row.get("how", "")).startswith(
+            ("transferred", "point of")):
+        return False
+    sgn = -1.0 if sense == "maximize" else 1.0
+    return sgn * (f - prev) > cert.BOUND_TOL * max(1.0, abs(prev))
+
+
+def _keep_point(name, kb, old, bound, row, sense, cert, certs, known, done) -> None:
+    """Record only the run's dual bound (when better and valid for the shipped value) on the
+    shipped point's certificate."""
+    prev = kb["value"]
+    sgn = -1.0 if sense == "maximize" else 1.0
+    ob = _num(old.get("bound"))
+    better = (bound is not None and cert.proved(prev, bound, sense, gap=math.inf)
+              and (ob is None or sgn * (bound - ob) > 0))
+    print(f"{name:36s} {row.get('solver')}: {row.get('how')} worse than the shipped {prev:.10g}: point kept"
+          + (f", bound {ob} -> {bound:.10g}" if better else ""), flush=True)
+    if not better:
+        return
+    kind = "opt" if cert.proved(prev, bound, sense) else "best"
+    new = dict(old, kind=kind, bound=f"{bound:.12g}", gap=f"{abs(prev - bound) / max(abs(prev), 1e-12):.2e}",
+               note=f"bound of a {row.get('how')}: {row.get('solver')} {row.get('seconds')} s, "
+                    f"{row.get('nodes') or '?'} nodes (load {row.get('load')})")
+    certs[name] = new
+    known[name] = {"kind": kind, "value": prev, "bound": bound}
+    done.append(name)
+
+
+def _write_history(folder, name, history, load0) -> None:
+    """``folder/NAME.csv``: time, nodes, lower and upper bound of each recorded step of a solve."""
+    from pathlib import Path
+
+    p = Path(folder)
+    p.mkdir(parents=True, exist_ok=True)
+    cols = ("time", "nodes", "lower", "upper")
+    lines = [f"# {name}: load {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end", ",".join(cols)]
+    lines += [",".join(f"{h.get(c)}" for c in cols) for h in history]
+    (p / f"{name}.csv").write_text("\n".join(lines) + "\n")
 
 
 def _num(v):

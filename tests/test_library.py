@@ -521,3 +521,19 @@ def test_library_page_table_is_generated_from_the_catalogue():
         m = meta[inst.name]
         assert int(m["rows"]) > 0 and int(m["columns"]) > 0 and m["licence"] and m["reference"], inst.name
         assert m["class"] == inst.problem_class, inst.name
+
+
+def test_highs_proves_every_easy_direction_qp():
+    """HiGHS's QP answer on the DCPCA direction QPs passes milopt's optimality check and meets
+    the library's optimum: where the unregularised QP fails (a free column without curvature,
+    ``dcmil-direction.it5.musk1``), the polish with regularisation 1e-12 does."""
+    from milopt.bench.library import build
+    from milopt.solvers import solve
+    from milopt.solvers.result import Termination
+
+    solu = read_solu_full(solu_path())
+    for name in ("dcmil-direction.it5.musk1", "dcmil-direction.digits-b40"):
+        res = solve(build(get_instance(name))[0], "highs", time_limit=60, threads=1)
+        assert res.termination == Termination.OPTIMAL, (name, res.extra.get("optimality_check"))
+        assert res.extra["optimality_check"]["passed"], name
+        assert res.objective == pytest.approx(solu[name]["value"], rel=1e-9, abs=1e-9), name
