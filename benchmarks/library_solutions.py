@@ -79,6 +79,9 @@ def main(argv=None) -> int:
     ap.add_argument("--alternate", action="store_true",
                     help="improve the point of a plain big-M MI-SVM instance by the MI-SVM alternation (witnesses "
                          "fixed, the convex problem solved by HiGHS, repeated while the objective drops)")
+    ap.add_argument("--from", dest="source", default="", metavar="NAMES",
+                    help="comma list of MI-SVM instances whose shipped point is the source of their problem's other "
+                         "forms (default: the plain big-M instance), e.g. a strengthened form proved by SCIP")
     ap.add_argument("--reuse", action="store_true", help="take each MI-SVM source point from its shipped .sol")
     ap.add_argument("--update", action="store_true", help="write .sol files, certificates.csv and milopt.solu")
     ap.add_argument("--sync-only", action="store_true", help="only put the catalogue's statuses in step with "
@@ -105,8 +108,13 @@ def main(argv=None) -> int:
         k = cert.problem_key(i)
         if k is not None and i.formulation != "misvm-hull" and _plain(i):
             groups.setdefault(k, i)
-    order = sorted(chosen, key=lambda n: 0 if any(g.name == n for g in groups.values()) else 1)
     by = {i.name: i for i in cat}
+    for name in filter(None, args.source.split(",")):    # another form's shipped point as the source
+        if name not in by or cert.problem_key(by[name]) is None:
+            print(f"--from {name}: not an MI-SVM instance of the catalogue", file=sys.stderr)
+            return 2
+        groups[cert.problem_key(by[name])] = by[name]
+    order = sorted(chosen, key=lambda n: 0 if any(g.name == n for g in groups.values()) else 1)
     points: dict = {}      # problem key -> (point, value, source name, certificate row)
     done: list = []        # the instances this run updates
     for name in order:
