@@ -1,6 +1,7 @@
 """Solution files and certificates of the MIL instance library (instances/solutions, certificates.csv).
 
     python benchmarks/library_solutions.py [--suite all] [--time-limit 120] [--reuse] [--update]
+        [--solver S] [--bnb-options k=v,...] [--from NAMES] [--no-transfer] [--alternate] [--history DIR]
 
 For every instance of the suite, a point is obtained, verified against the instance milopt
 builds and written as ``instances/solutions/NAME.sol.gz`` (MIPLIB convention, names as milopt's
@@ -17,6 +18,13 @@ writer writes them):
   there and has the same objective (``milopt.bench.certificates.transfer``): "transferred".
 * **Other instances** are solved by the solver recorded in the catalogue (``proof_solver``), else
   HiGHS (LP, MILP), Ipopt (QP), SCIP, at a relative gap of 1e-7.
+
+``--from NAMES`` makes another form the source of its problem (a strengthened form that SCIP
+proved); ``--no-transfer`` solves every instance itself; ``--alternate`` improves a plain big-M
+point by the MI-SVM alternation.  A solved point worse than the shipped one never replaces it
+(the run contributes only a better dual bound); a dual bound of an exact form of the same MI-SVM
+problem holds for its twins; files are re-read before they are written, so that runs on other
+suites may run at the same time.
 
 ``--update`` writes the ``.sol`` files, updates ``instances/certificates.csv`` (kind, value,
 bound, gap, how, solver, version, seconds, nodes) and rewrites ``instances/milopt.solu`` from
