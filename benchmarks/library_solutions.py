@@ -1,6 +1,7 @@
 """Solution files and certificates of the MIL instance library (instances/solutions, certificates.csv).
 
     python benchmarks/library_solutions.py [--suite all] [--time-limit 120] [--reuse] [--update]
+        [--solver S] [--bnb-options k=v,...] [--from NAMES] [--no-transfer] [--alternate] [--history DIR]
 
 For every instance of the suite, a point is obtained, verified against the instance milopt
 builds and written as ``instances/solutions/NAME.sol.gz`` (MIPLIB convention, names as milopt's
@@ -17,6 +18,13 @@ writer writes them):
   there and has the same objective (``milopt.bench.certificates.transfer``): "transferred".
 * **Other instances** are solved by the solver recorded in the catalogue (``proof_solver``), else
   HiGHS (LP, MILP), Ipopt (QP), SCIP, at a relative gap of 1e-7.
+
+``--from NAMES`` makes another form the source of its problem (a strengthened form that SCIP
+proved); ``--no-transfer`` solves every instance itself; ``--alternate`` improves a plain big-M
+point by the MI-SVM alternation.  A solved point worse than the shipped one never replaces it
+(the run contributes only a better dual bound); a dual bound of an exact form of the same MI-SVM
+problem holds for its twins; files are re-read before they are written, so that runs on other
+suites may run at the same time.
 
 ``--update`` writes the ``.sol`` files, updates ``instances/certificates.csv`` (kind, value,
 bound, gap, how, solver, version, seconds, nodes) and rewrites ``instances/milopt.solu`` from
@@ -66,9 +74,22 @@ def main(argv=None) -> int:
     ap.add_argument("--suite", default="all")
     ap.add_argument("--time-limit", type=float, default=120.0, help="seconds per solve (default 120)")
     ap.add_argument("--solver", default=None, help="solve with this backend instead of the catalogue's prover "
-                                                   "(e.g. ipopt where HiGHS's point does not verify)")
+                                                   "or bnb (e.g. ipopt where HiGHS's point does not verify, "
+                                                   "scip on an MI-SVM instance)")
     ap.add_argument("--bnb-options", default="", help="options of bnb, key=value,key=value (e.g. kick_seconds=150: "
                                                        "more iterated local search before the tree on a busy machine)")
+    ap.add_argument("--history", default=None, metavar="DIR",
+                    help="write each solve's bound and incumbent over time (bnb) as DIR/NAME.csv: time, nodes, "
+                         "lower, upper (the frontier of an open instance)")
+    ap.add_argument("--no-transfer", action="store_true",
+                    help="solve every MI-SVM instance of the suite itself instead of transferring its source's point "
+                         "(a strengthened form proves better bounds than its plain twin)")
+    ap.add_argument("--alternate", action="store_true",
+                    help="improve the point of a plain big-M MI-SVM instance by the MI-SVM alternation (witnesses "
+                         "fixed, the convex problem solved by HiGHS, repeated while the objective drops)")
+    ap.add_argument("--from", dest="source", default="", metavar="NAMES",
+                    help="comma list of MI-SVM instances whose shipped point is the source of their problem's other "
+                         "forms (default: the plain big-M instance), e.g. a strengthened form proved by SCIP")
     ap.add_argument("--reuse", action="store_true", help="take each MI-SVM source point from its shipped .sol")
     ap.add_argument("--update", action="store_true", help="write .sol files, certificates.csv and milopt.solu")
     ap.add_argument("--sync-only", action="store_true", help="only put the catalogue's statuses in step with "
@@ -95,9 +116,15 @@ def main(argv=None) -> int:
         k = cert.problem_key(i)
         if k is not None and i.formulation != "misvm-hull" and _plain(i):
             groups.setdefault(k, i)
-    order = sorted(chosen, key=lambda n: 0 if any(g.name == n for g in groups.values()) else 1)
     by = {i.name: i for i in cat}
+    for name in filter(None, args.source.split(",")):    # another form's shipped point as the source
+        if name not in by or cert.problem_key(by[name]) is None:
+            print(f"--from {name}: not an MI-SVM instance of the catalogue", file=sys.stderr)
+            return 2
+        groups[cert.problem_key(by[name])] = by[name]
+    order = sorted(chosen, key=lambda n: 0 if any(g.name == n for g in groups.values()) else 1)
     points: dict = {}      # problem key -> (point, value, source name, certificate row)
+    done: list = []        # the instances this run updates
     for name in order:
         inst = by[name]
         key = cert.problem_key(inst)
@@ -105,7 +132,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         row = {"name": name, "date": today}
         note = ""
-        if src is not None and src.name != name:
+        if src is not None and src.name != name and not args.no_transfer:
             if key not in points:       # the source was not in the suite: take its shipped point
                 points[key] = _source_from_sol(src, cert)
             if points[key] is None:
@@ -128,7 +155,8 @@ def main(argv=None) -> int:
         else:
             cls = inst.problem_class
             solver = args.solver or _solver_for(inst, cls)
-            if key is not None and key[3] in ("l2", "kernel") and inst.proof_solver != "scip":
+            if (not args.solver and key is not None and key[3] in ("l2", "kernel")
+                    and inst.proof_solver != "scip"):
                 solver = "bnb"      # milopt's exact method, unless SCIP proved it (Kent & Yu's data)
             if args.reuse and cert.sol_path(name).is_file() and key is not None:
                 model = build(inst)[0]
@@ -137,6 +165,8 @@ def main(argv=None) -> int:
             else:
                 opts = dict(kv.split("=", 1) for kv in args.bnb_options.split(",") if kv) if solver == "bnb" else {}
                 model, res, secs = _solve(inst, solver, args.time_limit, 1e-7 if solver != "bnb" else 1e-4, opts)
+                if args.history and res.history:
+                    _write_history(args.history, name, res.history, load0)
                 if res.objective is None:
                     print(f"{name:36s} {solver}: no solution ({res.termination})", flush=True)
                     continue
@@ -148,6 +178,11 @@ def main(argv=None) -> int:
                            version=res.solver_version or "", seconds=f"{secs:.1f}",
                            nodes="" if res.nodes is None else str(int(res.nodes)), load=f"{load0:.1f}",
                            bound="" if bnd is None else repr(float(bnd)))
+        if args.alternate and inst.formulation == "misvm-bigm" and _plain(inst) and "how" in row and (
+                src is None or src.name == name or args.no_transfer):
+            gain = _alternate(inst, model)
+            if gain:
+                row["how"] = f"{row['how']}, then the MI-SVM alternation ({gain})"
         chk = cert.check_point_model(model)
         if not chk["feasible"]:
             print(f"{name:36s} point not verified: {chk['reason']}", flush=True)
@@ -167,10 +202,21 @@ def main(argv=None) -> int:
             bound = sgn * max(sgn * b for b in cand)
         else:
             bound = None
+        sib, sib_name = _sibling_bound(inst, cat, certs, known, sense)
+        sgn = -1.0 if sense == "maximize" else 1.0
+        if sib is not None and cert.proved(f, sib, sense, gap=math.inf) and (bound is None or sgn * (sib - bound) > 0):
+            bound = sib
+            row["note"] = f"bound of {sib_name}, the same problem in an exact form"
         if bound is not None and cert.proved(f, bound, sense) and not (row.get("bound") or "") and old.get("bound"):
             for k in ("how", "solver", "version", "seconds", "nodes", "load", "date"):   # the recorded proof
                 if old.get(k):
                     row[k] = old[k]
+        kb = read_solu_full(solu_path()).get(name, {})   # another run may have improved it meanwhile
+        if _worse_than_shipped(f, kb, name, sense, row, cert):
+            # keep the shipped (better) point; this run contributes at most a better dual bound
+            _keep_point(name, kb, cert.read_certificates().get(name, old), bound, row, sense, cert, certs, known,
+                        done if args.update else [])
+            continue
         kind = "opt" if bound is not None and cert.proved(f, bound, sense) else "best"
         gap = None if bound is None else abs(f - bound) / max(abs(f), 1e-12)
         row.update(kind=kind, value=f"{f:.12g}", bound="" if bound is None else f"{bound:.12g}",
@@ -188,6 +234,7 @@ def main(argv=None) -> int:
                 continue
             certs[name] = row
             known[name] = {"kind": kind, "value": float(f"{f:.12g}"), "bound": bound}
+            done.append(name)
         prev = kb.get("value")
         shift = "" if prev is None else f" [was {kb.get('kind')} {prev:.10g}, {(f - prev) / max(1.0, abs(prev)):+.1e}]"
         print(f"{name:36s} {kind:4s} {f:.10g} bound {'-' if bound is None else f'{bound:.10g}'}{shift} "
@@ -195,8 +242,13 @@ def main(argv=None) -> int:
               f"{', max violation %.1e' % chk['max_violation'] if chk.get('max_violation') is not None else ''})",
               flush=True)
     if args.update:
-        cert.write_certificates(certs)
-        write_solu_full(solu_path(), known)
+        # re-read both files and change only this run's instances: runs on other suites may have
+        # written them meanwhile
+        fresh_certs, fresh_known = cert.read_certificates(), read_solu_full(solu_path())
+        for name in done:
+            fresh_certs[name], fresh_known[name] = certs[name], known[name]
+        cert.write_certificates(fresh_certs)
+        write_solu_full(solu_path(), fresh_known)
         sync_catalogue()
         print(f"updated {cert.certificates_path()}, {solu_path()} and the catalogue's statuses", file=sys.stderr)
     print(f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}", file=sys.stderr)
@@ -239,6 +291,112 @@ def sync_catalogue() -> None:
             inst = replace(inst, status="open", proof_seconds=None, proof_solver="")
         out.append(inst)
     write_catalogue(out)
+
+
+def _sibling_bound(inst, cat, certs, known, sense):
+    """(best dual bound, its instance) among the other forms of the same MI-SVM problem whose
+    optimum equals the problem's (big-M with a valid big-M, SOS1, indicators, strengthened,
+    hull): their bound holds for every form (a heuristic big-M's optimum can only be higher, so
+    its own bound is used for no other form); (None, "") when there is none."""
+    from milopt.bench.certificates import problem_key
+
+    key = problem_key(inst)
+    if key is None:
+        return None, ""
+    sgn = -1.0 if sense == "maximize" else 1.0
+    best = (None, "")
+    for s in cat:
+        if s.name == inst.name or problem_key(s) != key or s.params.get("big_m") == "mildsvm":
+            continue
+        e = known.get(s.name, {})
+        for b in (_num(certs.get(s.name, {}).get("bound")), e.get("bound") if e.get("kind") != "opt" else None):
+            if b is not None and (best[0] is None or sgn * (b - best[0]) > 0):
+                best = (b, s.name)
+    return best
+
+
+def _alternate(inst, model, rounds: int = 20) -> str:
+    """The MI-SVM alternation (Andrews, Tsochantaridis & Hofmann, NIPS 2002) on a plain big-M
+    model from the point it holds: each positive bag's witness is its best-scoring instance
+    (``warm_start``), the witness binaries are fixed and the convex problem (an LP for norm l1, a
+    QP for l2) is solved by HiGHS; repeated while the objective drops.  The model is left at the
+    best point (slacks at their minimum); returns "F0 -> F1" or "" when nothing improved."""
+    import numpy as np
+    import pyomo.environ as pe
+
+    from milopt.models.misvm_bigm import model_info, objective_value, warm_start
+    from milopt.solvers import solve
+
+    rec = model_info(model)
+    meta = rec.meta
+    C, cw, norm = meta.get("C", 1.0), meta.get("class_weight", "kent-yu"), meta.get("norm", "l2")
+
+    def value(w, b):
+        return objective_value(rec.bags, w, b, C, cw, norm)
+
+    w = np.array([pe.value(model.w[k]) for k in model.w])
+    b = float(pe.value(model.b))
+    f0 = f = value(w, b)
+    best = (w, b)
+    for _ in range(rounds):
+        warm_start(model, *best)
+        for k in model.zeta:
+            model.zeta[k].fix()
+        res = solve(model, "highs", time_limit=300, threads=1)
+        for k in model.zeta:
+            model.zeta[k].unfix()
+        if res.objective is None:
+            break
+        w, b = np.array([pe.value(model.w[k]) for k in model.w]), float(pe.value(model.b))
+        fn = value(w, b)
+        if not fn < f - 1e-9 * max(1.0, abs(f)):
+            break
+        f, best = fn, (w, b)
+    warm_start(model, *best)
+    return f"{f0:.10g} -> {f:.10g}" if f < f0 else ""
+
+
+def _worse_than_shipped(f, kb, name, sense, row, cert) -> bool:
+    """True when a solved (not transferred) point is worse than the value of the shipped ``.sol``."""
+    prev = kb.get("value")
+    if prev is None or not cert.sol_path(name).is_file() or str(row.get("how", "")).startswith(
+            ("transferred", "point of")):
+        return False
+    sgn = -1.0 if sense == "maximize" else 1.0
+    return sgn * (f - prev) > cert.BOUND_TOL * max(1.0, abs(prev))
+
+
+def _keep_point(name, kb, old, bound, row, sense, cert, certs, known, done) -> None:
+    """Record only the run's dual bound (when better and valid for the shipped value) on the
+    shipped point's certificate."""
+    prev = kb["value"]
+    sgn = -1.0 if sense == "maximize" else 1.0
+    ob = _num(old.get("bound"))
+    better = (bound is not None and cert.proved(prev, bound, sense, gap=math.inf)
+              and (ob is None or sgn * (bound - ob) > 0))
+    print(f"{name:36s} {row.get('solver')}: {row.get('how')} worse than the shipped {prev:.10g}: point kept"
+          + (f", bound {ob} -> {bound:.10g}" if better else ""), flush=True)
+    if not better:
+        return
+    kind = "opt" if cert.proved(prev, bound, sense) else "best"
+    new = dict(old, kind=kind, bound=f"{bound:.12g}", gap=f"{abs(prev - bound) / max(abs(prev), 1e-12):.2e}",
+               note=f"bound of a {row.get('how')}: {row.get('solver')} {row.get('seconds')} s, "
+                    f"{row.get('nodes') or '?'} nodes (load {row.get('load')})")
+    certs[name] = new
+    known[name] = {"kind": kind, "value": prev, "bound": bound}
+    done.append(name)
+
+
+def _write_history(folder, name, history, load0) -> None:
+    """``folder/NAME.csv``: time, nodes, lower and upper bound of each recorded step of a solve."""
+    from pathlib import Path
+
+    p = Path(folder)
+    p.mkdir(parents=True, exist_ok=True)
+    cols = ("time", "nodes", "lower", "upper")
+    lines = [f"# {name}: load {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end", ",".join(cols)]
+    lines += [",".join(f"{h.get(c)}" for c in cols) for h in history]
+    (p / f"{name}.csv").write_text("\n".join(lines) + "\n")
 
 
 def _num(v):

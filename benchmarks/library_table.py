@@ -105,6 +105,8 @@ def table() -> str:
                 how += f", {int(float(c['nodes'])):,} nodes"
             if c.get("load"):
                 how += f" (load {c['load']})"
+            if str(c.get("note", "")).startswith("bound of"):
+                how += f"; {c['note']}"
         else:
             how = f"{i.proof_solver} {i.proof_seconds:.1f} s" if i.proof_solver and i.proof_seconds else "-"
         size = f"{_int(m.get('rows'))} × {_int(m.get('columns'))} ({_int(m.get('binaries'))})" if m else "-"

@@ -521,3 +521,39 @@ def test_library_page_table_is_generated_from_the_catalogue():
         m = meta[inst.name]
         assert int(m["rows"]) > 0 and int(m["columns"]) > 0 and m["licence"] and m["reference"], inst.name
         assert m["class"] == inst.problem_class, inst.name
+
+
+def test_highs_proves_every_easy_direction_qp():
+    """HiGHS's QP answer on the DCPCA direction QPs passes milopt's optimality check and meets
+    the library's optimum: where the unregularised QP fails (a free column without curvature,
+    ``dcmil-direction.it5.musk1``), the polish with regularisation 1e-12 does."""
+    from milopt.bench.library import build
+    from milopt.solvers import solve
+    from milopt.solvers.result import Termination
+
+    solu = read_solu_full(solu_path())
+    for name in ("dcmil-direction.it5.musk1", "dcmil-direction.digits-b40"):
+        res = solve(build(get_instance(name))[0], "highs", time_limit=60, threads=1)
+        assert res.termination == Termination.OPTIMAL, (name, res.extra.get("optimality_check"))
+        assert res.extra["optimality_check"]["passed"], name
+        assert res.objective == pytest.approx(solu[name]["value"], rel=1e-9, abs=1e-9), name
+
+
+def test_a_twin_bound_comes_only_from_an_exact_form():
+    """library_solutions: the dual bound of an exact form of the same MI-SVM problem holds for its
+    twins; a heuristic big-M's own bound (its optimum can be higher) holds for no other form."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("library_solutions", root / "benchmarks" / "library_solutions.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cat = load_catalogue()
+    plain = get_instance("misvm-bigm.musk1-b8")
+    assert mod._sibling_bound(plain, cat, {"misvm-bigm.mildsvm.musk1-b8": {"bound": "9"}}, {}, "minimize") == (None, "")
+    certs = {"misvm-bigm.mildsvm.musk1-b8": {"bound": "9"}, "misvm-bigm.sos1.musk1-b8": {"bound": "0.04"},
+             "misvm-bigm.l1.musk1-b8": {"bound": "1.5"}}      # another problem (norm l1): not a twin
+    known = {"misvm-bigm.ind.musk1-b8": {"kind": "best", "value": 0.2, "bound": 0.045}}
+    assert mod._sibling_bound(plain, cat, certs, known, "minimize") == (0.045, "misvm-bigm.ind.musk1-b8")
+    mild = get_instance("misvm-bigm.mildsvm.musk1-b8")   # an exact form's bound holds for the heuristic big-M
+    assert mod._sibling_bound(mild, cat, certs, known, "minimize") == (0.045, "misvm-bigm.ind.musk1-b8")

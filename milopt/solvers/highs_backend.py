@@ -22,8 +22,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from milopt.errors import InvalidDataError
-from milopt.solvers.backend import About, Backend, Capabilities, Outcome, quiet_stdout
+from milopt.solvers.backend import About, Backend, Capabilities, Outcome, map_status, quiet_stdout
 from milopt.solvers.result import Termination
+
+# the QP regularisations of polish, in order: none, then one far below the optimality check's tolerance
+_POLISH_REGULARISATION = (0.0, 1e-12)
 
 #: HighsModelStatus name -> Termination
 STATUS_MAP = {
@@ -248,25 +251,34 @@ class HighsBackend(Backend):
     def polish(self, mf, opts, budget):
         """Solve again without HiGHS's QP regularisation (``qp_regularization_value = 0``; its
         default 1e-7 perturbs a column without curvature, e.g. the epigraph variable of
-        dcmil-direction, and the active-set method then stops short of the optimum)."""
+        dcmil-direction, and the active-set method then stops short of the optimum); where HiGHS
+        cannot solve the unregularised QP (a free column without curvature, as in
+        ``dcmil-direction.it5.musk1``), with ``qp_regularization_value = 1e-12``, whose
+        perturbation of the reduced costs (about 1e-12 times the column's value) stays far below
+        the optimality check's tolerance."""
         if not mf.has_quadratic_objective() or "qp_regularization_value" in dict(opts.options):
             return None
         from dataclasses import replace
 
-        again = replace(opts, options={**dict(opts.options), "qp_regularization_value": 0.0}, on_incumbent=None,
-                        budget=budget)
-        s = self.open(mf, again)
-        try:
-            self.build(s, mf, again, _NoIncumbents())
-            self.set_common(s, mf, again)
-            left = budget.remaining()
-            if left is not None:
-                self.set_time_limit(s, left)
-            self.set_options(s, again.options)
-            self.optimize(s, mf, again, {})
-            return self.outcome(s, mf, {"polished": "qp_regularization_value=0"})
-        finally:
-            self.close(s)
+        out = None
+        for reg in _POLISH_REGULARISATION:
+            again = replace(opts, options={**dict(opts.options), "qp_regularization_value": reg},
+                            on_incumbent=None, budget=budget)
+            s = self.open(mf, again)
+            try:
+                self.build(s, mf, again, _NoIncumbents())
+                self.set_common(s, mf, again)
+                left = budget.remaining()
+                if left is not None:
+                    self.set_time_limit(s, left)
+                self.set_options(s, again.options)
+                self.optimize(s, mf, again, {})
+                out = self.outcome(s, mf, {"polished": f"qp_regularization_value={reg:g}"})
+            finally:
+                self.close(s)
+            if map_status(self.status_map, out.code) == Termination.OPTIMAL:
+                return out
+        return out
 
 
 class _NoIncumbents:
