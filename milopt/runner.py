@@ -283,12 +283,16 @@ def grid_points(grid: dict) -> list[dict]:
 def _select(spec, params, seed, Btr: Bags, grid: dict, inner_cv: int, metric: str, scale: bool):
     """Inner stratified K-fold over the bags of ``Btr`` (an outer training fold): the grid point
     with the best mean inner ``metric`` (ties: the other metric, then grid order) and the table
-    of mean inner scores."""
+    of mean inner scores.  On AUC, an inner fit whose ``threshold`` is not given uses ``'zero'``:
+    AUC does not depend on the decision rule, and ``'auto'`` would cost the inner-cv rule's extra
+    fits in every inner fit (the accuracy of the tie-break is then the margin rule's)."""
     from milopt.metrics import bag_folds
 
     _check_inner_folds(Btr.y, inner_cv)
     inner = list(bag_folds(Btr, inner_cv, seed))
     primary, secondary = TUNE_METRICS[metric]
+    if metric == "auc" and "threshold" in spec.params and "threshold" not in params and "threshold" not in grid:
+        params = {**params, "threshold": "zero"}
     scores, best, best_key = [], None, None
     for point in grid_points(grid):
         rows = [_fit_eval(spec, {**params, **point}, seed, Btr.subset(itr), Btr.subset(ite), scale)

@@ -9,6 +9,7 @@ import pytest
 
 import milopt
 from milopt.errors import InvalidParameterError
+from milopt.estimators.base import MILClassifier
 from milopt.features.kernels import check_kernel
 from milopt.metrics import balanced_threshold
 
@@ -128,3 +129,70 @@ def test_no_one_class_fold_on_well_ranked_bags(method, regime):
     assert sum(r["one_class_zero"] for r in rows) >= 1        # the margin rule fails here ...
     assert sum(r["bad_one_class"] for r in rows) == 0         # ... the chosen rule does not
     assert np.mean([r["ba"] for r in rows]) >= np.mean([r["ba_zero"] for r in rows]) + 0.1
+
+
+# ------------------------------------------------------- the inner models' scale and the fallback
+class _Centroid(MILClassifier):
+    """Instance score (x - m)·w with w the difference of the class centroids of the instances and
+    m their midpoint, times n_bags²: a model whose scale depends on how many bags it was fitted on
+    (as the margin of an SVM or DC-MIL does), so an inner model's cut means nothing unmapped."""
+
+    def __init__(self, threshold="auto", random_state=0):
+        self.threshold, self.random_state = threshold, random_state
+
+    def _fit(self, bags):
+        lab = bags.y[bags.bag_index]
+        c1, c0 = bags.X[lab == 1].mean(axis=0), bags.X[lab == 0].mean(axis=0)
+        self.w_, self.m_ = (c1 - c0) * bags.n_bags ** 2, 0.5 * (c1 + c0)
+
+    def predict_instances(self, bags):
+        return (self._check_input(bags).X - self.m_) @ self.w_
+
+
+def test_inner_scores_are_put_in_the_final_models_scale():
+    from milopt.estimators.base import _class_means, _onto
+
+    y = np.array([0, 0, 1, 1])
+    s = np.array([-4.0, -2.0, 2.0, 6.0])
+    mapped = _onto(s, _class_means(s, y), (1.0, 3.0))
+    np.testing.assert_allclose(_class_means(mapped, y), (1.0, 3.0))
+    np.testing.assert_allclose(_onto(s, (1.0, 1.0), (0.0, 1.0)), s)     # no gap: unchanged
+    bags = milopt.load("gen:digits?bags=60&min_size=20&max_size=30&seed=4")
+    tr, te = np.arange(0, 60, 2), np.arange(1, 60, 2)
+    m = _Centroid().fit(bags.subset(tr))
+    assert m.decision_rule_ == "inner-cv"
+    own = m.decision_function(bags.subset(tr))
+    assert own.min() < m.threshold_ < own.max()                  # a cut among the final model's scores
+    pred = m.predict(bags.subset(te))
+    assert np.unique(pred).size == 2
+
+
+class _Told(_Centroid):
+    """_Centroid whose held-out scores are given by ``told(own scores, labels)``."""
+
+    told = staticmethod(lambda own, y: own)
+
+    def _out_of_fold_scores(self, bags, own):
+        return self.told(own, bags.y)
+
+
+@pytest.mark.parametrize("told", [lambda own, y: -own,                       # anti-ranked (AUC < 1/2)
+                                  lambda own, y: own - 2 * np.ptp(own) * (y == 1)])  # positives below
+def test_no_evidence_on_held_out_bags_falls_back_to_the_training_rule(told):
+    bags = milopt.load("gen:digits?bags=30&seed=1")
+    m = type("T", (_Told,), {"told": staticmethod(told)})().fit(bags)
+    own = m.decision_function(bags)
+    assert m.decision_rule_ == "training" and m.fit_info_["decision_rule"] == "training"
+    assert m.threshold_ == balanced_threshold(own, bags.y)[0]
+    np.testing.assert_array_equal(m.threshold_scores_, own)
+    kept = type("T", (_Told,), {})().fit(bags)                 # held-out scores that do rank: kept
+    assert kept.decision_rule_ == "inner-cv"
+
+
+@pytest.mark.slow
+def test_dcmil_few_bags_many_features_not_one_class():
+    rb = load_benchmark("robustness")
+    rows = [rb.run_fold("dcmil", rb.REGIMES["few-bags-many-features"][0], 3, f, do_tune=False) for f in range(3)]
+    assert sum(r["one_class_zero"] for r in rows) >= 2           # the sign rule: every new bag negative
+    assert sum(r["bad_one_class"] for r in rows) == 0
+    assert np.mean([r["ba"] for r in rows]) >= 0.7

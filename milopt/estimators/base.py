@@ -84,6 +84,35 @@ def class_weights(y, class_weight) -> np.ndarray | None:
     return y.size / (classes.size * counts[inv].astype(float))
 
 
+def _class_means(scores, y):
+    """(mean score of the negative bags, mean score of the positive bags)."""
+    s = np.asarray(scores, dtype=float).ravel()
+    return float(np.mean(s[y == 0])), float(np.mean(s[y == 1]))
+
+
+def _onto(s, inner, final):
+    r"""Scores ``s`` of an inner model in the final model's scale: the affine map that sends the
+    inner model's training class means :math:`(m_0', m_1')` to the final model's
+    :math:`(m_0, m_1)`, :math:`m_0 + (s - m_0')\,(m_1 - m_0)/(m_1' - m_0')`; ``s`` unchanged when
+    either model does not score its positive training bags above its negative ones on average."""
+    (a0, a1), (b0, b1) = inner, final
+    if not (a1 - a0 > 1e-12 and b1 - b0 > 1e-12 and np.isfinite([a0, a1, b0, b1]).all()):
+        return s
+    return b0 + (s - a0) * ((b1 - b0) / (a1 - a0))
+
+
+def _ranks(scores, y) -> bool:
+    r"""False when ``scores`` rank the positive bags below the negative ones beyond chance: bag
+    AUC below :math:`\tfrac12 - 1.645\,\sigma_0`, the one-sided 5 % test of the Mann-Whitney
+    statistic, whose standard deviation under "no ranking" is
+    :math:`\sigma_0 = \sqrt{(P + N + 1)/(12 P N)}` for :math:`P` positive and :math:`N`
+    negative bags."""
+    from sklearn.metrics import roc_auc_score
+
+    P, N = int(np.sum(y == 1)), int(np.sum(y == 0))
+    return bool(roc_auc_score(y, scores) >= 0.5 - 1.645 * np.sqrt((P + N + 1) / (12.0 * P * N)))
+
+
 class MILClassifier(ClassifierMixin, BaseEstimator):
     """Base of binary max-rule MIL classifiers.
 
@@ -105,7 +134,20 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
       uses it.  Held-out scores, not training scores: a flexible model (an RBF SVM on
       instances, a Gaussian process) scores its own training bags far apart, so a threshold
       chosen there says nothing about new bags, which is where the max rule shifts every score
-      (in a new bag the largest of many unseen instance scores is the bag score).  The cost is
+      (in a new bag the largest of many unseen instance scores is the bag score).  Each inner
+      model's held-out scores are first put in the final model's scale: the affine map that
+      sends the inner model's mean negative and mean positive training-bag scores onto the final
+      model's (:func:`_onto`), so a cut is chosen where the final model's scores live.  An inner
+      model fitted on two thirds of the bags has another margin, offset and norm than the
+      final one (DC-MIL on 20 bags with 364 features: inner held-out scores from -21 to -6,
+      new bags scored from -13 to -3 by the final model; the linear MI-SVM heuristic on bags
+      of 30-60 instances: about ±1 against ±0.2), and an unmapped cut can then lie beyond
+      every score of the final model, calling every new bag one class although the bags are
+      ranked well.  When the held-out scores
+      rank the bags worse than chance beyond noise (:func:`_ranks`: the inner models then
+      behave unlike the final one, and their cut says nothing about it), the ``'training'``
+      rule is used instead
+      (``decision_rule_`` says ``'training'``).  The cost is
       :attr:`threshold_folds` extra fits on part of the bags; it is the rule of every native
       method.
     * ``'training'`` -- on the training bags' own scores: the rule of the methods solved
@@ -185,11 +227,15 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         elif spec != "auto":
             rule, t = "fixed", float(spec)
         else:
-            rule = self._auto_rule()
-            scores = self._out_of_fold_scores(bags) if rule == "inner-cv" else None
+            rule, own = self._auto_rule(), np.asarray(self.decision_function(bags), dtype=float).ravel()
+            scores = self._out_of_fold_scores(bags, own) if rule == "inner-cv" else None
+            if scores is not None:
+                t = balanced_threshold(scores, bags.y)[0]
+                if not _ranks(scores, bags.y):
+                    scores = None                      # no evidence on held-out bags: the training rule
             if scores is None:
-                rule, scores = "training", self.decision_function(bags)
-            t = balanced_threshold(scores, bags.y)[0]
+                rule, scores = "training", own
+                t = balanced_threshold(scores, bags.y)[0]
             self.threshold_scores_ = np.asarray(scores, dtype=float)
         self.threshold_ = t
         self.decision_rule_ = rule
@@ -197,8 +243,9 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         info.update(decision_rule=rule, threshold=t)
         self.fit_info_ = info
 
-    def _out_of_fold_scores(self, bags: Bags):
-        """Bag scores of ``threshold_folds`` inner models, each on the bags it was not fitted on
+    def _out_of_fold_scores(self, bags: Bags, own):
+        """Bag scores of ``threshold_folds`` inner models, each on the bags it was not fitted on,
+        mapped onto the scale of ``own`` (the final model's training-bag scores) by :func:`_onto`
         (None when a class has fewer than 2 bags or an inner fit fails)."""
         import warnings
 
@@ -213,14 +260,17 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         seed = getattr(self, "random_state", 0)
         skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=0 if seed is None else int(seed))
         scores = np.empty(bags.n_bags)
+        target = _class_means(own, bags.y)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DegenerateModelWarning)
                 for tr, te in skf.split(np.zeros(bags.n_bags), bags.y):
                     inner = clone(self)
                     inner.threshold = "zero"           # also for a plugin class without the argument
-                    inner.fit(bags.subset(tr))
-                    scores[te] = np.asarray(inner.decision_function(bags.subset(te)), dtype=float).ravel()
+                    Btr = bags.subset(tr)
+                    inner.fit(Btr)
+                    s = np.asarray(inner.decision_function(bags.subset(te)), dtype=float).ravel()
+                    scores[te] = _onto(s, _class_means(inner.decision_function(Btr), Btr.y), target)
         except MiloptError:
             return None
         return scores
