@@ -227,9 +227,10 @@ class MISVMBranchAndBound(NodeEvaluation):
         scheduler : str, optional
             Evaluate the rounds on a dask.distributed cluster (``'local'`` or an address).
         first_kick : float
-            With a pool: seconds of iterated local search from the best start, run in a worker
-            from the beginning of the search (the starts' last phase, overlapped with the
-            search instead of before it).
+            Seconds of iterated local search from the best start (the starts' last phase),
+            overlapped with the search instead of run before it: with a pool, in a worker from
+            the beginning of the search; serial, in slices interleaved with as much node time
+            (:func:`.heuristics.interleaved_kick`), so the bound grows under a short limit too.
 
         Returns
         -------
@@ -249,6 +250,8 @@ class MISVMBranchAndBound(NodeEvaluation):
             run.offer_starts(incumbents, incumbent_times, primal_incumbents, start_swap)
             if workers > 1 or scheduler:
                 run.open_pool(workers, scheduler, first_kick)
+            elif first_kick > 0 and run.best["value"] < math.inf:
+                run.early[0] = first_kick
             termination = run.loop(node_limit, workers, batch)
         except KeyboardInterrupt:
             termination = "interrupted"
@@ -289,6 +292,8 @@ class _Search:
                       "kick_gap": kick_every, "active": 0, "fallback": 0}
         self.pool = None
         self.pending = [None]     # a round of the iterated local search running in a worker
+        self.early = [0.0, 0.0, 0, 0.0, None]   # serial first_kick (heuristics.interleaved_kick)
+        self.trajectory_cpu = []  # process CPU seconds (time.process_time) of each trajectory entry
 
     # ------------------------------------------------------------- incumbent
     def offer(self, vec=None, b=None, source="", raw=None, norm2=None, ph=None, is_w=False):
@@ -308,6 +313,7 @@ class _Search:
             best.update(value=val, b=bb, source=source, time=time.perf_counter() - self.t0,
                         coef=None if is_w else np.array(vec, dtype=float), w=np.array(vec) if is_w else None)
             self.trajectory.append((best["time"], float(val)))
+            self.trajectory_cpu.append(time.process_time())
             return True
         return False
 
@@ -461,6 +467,10 @@ class _Search:
                 return "time_limit"
             if node_limit is not None and stats["nodes"] >= node_limit:
                 return "iteration_limit"
+            if self.pool is None and self.early[0] > 0 and stats["nodes"] and time.perf_counter() >= self.early[1]:
+                from .heuristics import interleaved_kick
+
+                interleaved_kick(self)    # a slice of the starts' local search, then as much node time
             if self.pool is None:
                 node = queue.pop()
                 res = self.eng.evaluate(node, best["value"], self.eps(), self.deadline, dive=self.wants_dive(0))
@@ -555,6 +565,6 @@ class _Search:
                 "iterations": stats["iters"], "termination": termination, "history": self.history,
                 "root_bound": stats["root"], "open_nodes": len(self.queue), "seconds": time.perf_counter() - self.t0,
                 "incumbent_source": best["source"], "incumbent_time": best["time"],
-                "heuristic_search_seconds": self.heur["time"], "closed_nodes": stats["closed"],
+                "heuristic_search_seconds": self.heur["time"] + self.early[3], "closed_nodes": stats["closed"],
                 "active_set_solves": stats["active"], "active_set_fallbacks": stats["fallback"],
-                "trajectory": self.trajectory}
+                "trajectory": self.trajectory, "trajectory_cpu": self.trajectory_cpu}
