@@ -37,6 +37,16 @@ folds: wins / ties / losses (the optimum's test accuracy or AUC higher / equal /
 two-sided Wilcoxon signed-rank p-value (``scipy.stats.wilcoxon``, zero differences dropped;
 p = 1 when every difference is zero).  ``--json`` prints one JSON document instead.
 
+**At a tuned C** (``--Cs 0.1,0.3,1,3``): instead of C = 1 for everyone, every method gets its
+own C, chosen in each outer fold by an inner bag-stratified CV on the training fold
+(``--inner`` folds, seeded, the same folds for every method) by the mean inner bag AUC (ties to
+the smaller C).  Every method is fitted at every C of the grid (the branch and bound along the
+path of C, each C warm-started from the previous optimum and given the heuristics' points at
+that C), inside each inner fold and on the whole training fold; the method's row is its
+whole-training-fold fit at its selected C, scored on the test fold by bag accuracy, balanced
+accuracy and AUC.  Printed: the tuned rows, the summary at the tuned C with the paired
+comparison, and the paired comparison at every fixed C of the grid (the same fits).
+
 Data: any DATA spec of ``milopt`` (``musk1``, ``gen:...``) or ``nested:NAME:N`` (the first N
 bags of the nested order of ``benchmarks/exact_frontier.py``).
 
@@ -48,6 +58,7 @@ Usage::
     python benchmarks/bnb_generalisation.py --data musk1 --folds 10 --only 0,1 --time-limit 20   # two folds
     python benchmarks/bnb_generalisation.py --data musk1 --out musk1.json       # keep the document
     python benchmarks/bnb_generalisation.py --pool musk1.json musk2.json         # paired tests over both
+    nice python benchmarks/bnb_generalisation.py --data musk1 --folds 5 --Cs 0.1,0.3,1,3 --time-limit 30
 """
 from __future__ import annotations
 
