@@ -37,6 +37,16 @@ folds: wins / ties / losses (the optimum's test accuracy or AUC higher / equal /
 two-sided Wilcoxon signed-rank p-value (``scipy.stats.wilcoxon``, zero differences dropped;
 p = 1 when every difference is zero).  ``--json`` prints one JSON document instead.
 
+**At a tuned C** (``--Cs 0.1,0.3,1,3``): instead of C = 1 for everyone, every method gets its
+own C, chosen in each outer fold by an inner bag-stratified CV on the training fold
+(``--inner`` folds, seeded, the same folds for every method) by the mean inner bag AUC (ties to
+the smaller C).  Every method is fitted at every C of the grid (the branch and bound along the
+path of C, each C warm-started from the previous optimum and given the heuristics' points at
+that C), inside each inner fold and on the whole training fold; the method's row is its
+whole-training-fold fit at its selected C, scored on the test fold by bag accuracy, balanced
+accuracy and AUC.  Printed: the tuned rows, the summary at the tuned C with the paired
+comparison, and the paired comparison at every fixed C of the grid (the same fits).
+
 Data: any DATA spec of ``milopt`` (``musk1``, ``gen:...``) or ``nested:NAME:N`` (the first N
 bags of the nested order of ``benchmarks/exact_frontier.py``).
 
@@ -48,6 +58,7 @@ Usage::
     python benchmarks/bnb_generalisation.py --data musk1 --folds 10 --only 0,1 --time-limit 20   # two folds
     python benchmarks/bnb_generalisation.py --data musk1 --out musk1.json       # keep the document
     python benchmarks/bnb_generalisation.py --pool musk1.json musk2.json         # paired tests over both
+    nice python benchmarks/bnb_generalisation.py --data musk1 --folds 5 --Cs 0.1,0.3,1,3 --time-limit 30
 """
 from __future__ import annotations
 
@@ -86,10 +97,10 @@ def fit_optimum(tr, costs, time_limit, seed, options, starts=()):
                                       "bound": out["bound"], "nodes": out["nodes"], "bnb_objective": out["objective"]}
 
 
-def fit_alternation(tr, restarts, seed):
+def fit_alternation(tr, restarts, seed, C=1.0):
     from milopt.algorithms.mi_heuristics import misvm_alternate
 
-    res = misvm_alternate(None, tr, C=1.0, class_weight="kent-yu", slack="bag", init="centroid",
+    res = misvm_alternate(None, tr, C=C, class_weight="kent-yu", slack="bag", init="centroid",
                           restarts=int(restarts), random_state=seed, X=tr.X)
     w, b = _linear(tr, res["alpha"] * res["y"], res["b"])
     return w, b, {"termination": res["termination"], "best_start": int(res["best_start"])}
@@ -120,12 +131,17 @@ def fit_pdmisvm(tr):
                   if res.history else None}
 
 
-def test_metrics(te, bag_scores):
-    from sklearn.metrics import accuracy_score, roc_auc_score
+def test_metrics(te, bag_scores, balanced=False):
+    """Bag accuracy and bag AUC of ``bag_scores`` on ``te`` (and the balanced accuracy with
+    ``balanced``)."""
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score, roc_auc_score
 
     y = np.asarray(te.y, dtype=int)
-    acc = float(accuracy_score(y, (bag_scores > 0).astype(int)))
+    pred = (bag_scores > 0).astype(int)
+    acc = float(accuracy_score(y, pred))
     auc = float(roc_auc_score(y, bag_scores)) if np.unique(y).size == 2 else float("nan")
+    if balanced:
+        return acc, auc, float(balanced_accuracy_score(y, pred))
     return acc, auc
 
 
@@ -172,6 +188,74 @@ def run_fold(bags, tr_ids, te_ids, a, k):
     return rows
 
 
+def fit_grid(tr, Cs, a, seed, opts, methods):
+    """Every method of ``methods`` at every C of ``Cs`` (ascending) on the training bags ``tr``
+    (standardised): ``{C: {method: (w, b, info, seconds)}}``.  The heuristics run at each C;
+    the branch and bound runs along the path of C (``solve_c_path``'s warm start: the previous
+    C's incumbent is a start), given the heuristics' points at the same C as further starts."""
+    from milopt.numerics import bag_costs
+
+    out, prev = {}, []
+    for C in Cs:
+        costs = bag_costs(tr, C, "kent-yu")
+        fits = {"alternation": lambda: fit_alternation(tr, 1, seed, C),
+                "restarts": lambda: fit_alternation(tr, a.restarts, seed, C),
+                "annealing": lambda: fit_annealing(tr, costs, a.anneal, seed)}
+        res, points = {}, []
+        for m in [m for m in methods if m != "optimum"]:
+            t0 = time.perf_counter()
+            w, b, info = fits[m]()
+            res[m] = (w, b, info, time.perf_counter() - t0)
+            points.append((w, b))
+        if "optimum" in methods:
+            t0 = time.perf_counter()
+            w, b, info = fit_optimum(tr, costs, a.time_limit, seed, opts, prev + points)
+            res["optimum"] = (w, b, info, time.perf_counter() - t0)
+            prev = [(w, b)]
+        out[C] = res
+    return out
+
+
+def _scored(tr, te, C, m, fit):
+    """A row: Φ on the training bags at C, test accuracy, AUC and balanced accuracy."""
+    from milopt.numerics import misvm_objective
+    from milopt.segments import segment_max
+
+    w, b, info, secs = fit
+    phi = misvm_objective(tr, w, b, C=C, class_weight="kent-yu")
+    acc, auc, bal = test_metrics(te, segment_max(te.X @ w + b, te.bag_ptr), balanced=True)
+    return dict(method=m, C=C, phi=phi, accuracy=acc, auc=auc, balanced_accuracy=bal, seconds=secs, **info)
+
+
+def run_fold_tuned(bags, tr_ids, te_ids, a, k, opts):
+    """One outer fold with C tuned per method by an inner bag-stratified CV on the training
+    fold (mean inner bag AUC, ties to the smaller C): ``(tuned rows, grid rows)``; the grid
+    rows hold every method at every C fitted on the whole training fold (test metrics at fixed
+    C), the tuned row of a method is its grid row at its selected C."""
+    from milopt.metrics import bag_folds, standardize
+
+    Cs = sorted(a.Cs)
+    seed = a.seed + k
+    trb = bags.subset(tr_ids)
+    score = {m: {C: [] for C in Cs} for m in a.methods}
+    for itr, iva in bag_folds(trb, a.inner, seed):
+        tr, va = standardize(trb.subset(itr), trb.subset(iva))
+        for C, res in fit_grid(tr, Cs, a, seed, opts, a.methods).items():
+            for m, fit in res.items():
+                score[m][C].append(_scored(tr, va, C, m, fit)["auc"])
+    tr, te = standardize(trb, bags.subset(te_ids))
+    grid = [dict(fold=k, **_scored(tr, te, C, m, fit))
+            for C, res in fit_grid(tr, Cs, a, seed, opts, a.methods).items() for m, fit in res.items()]
+    tuned = []
+    for m in a.methods:
+        inner = [float(np.nanmean(score[m][C])) for C in Cs]
+        best = Cs[int(np.nanargmax(inner))]
+        row = next(r for r in grid if r["method"] == m and r["C"] == best)
+        tuned.append(dict(row, inner_auc=dict(zip(map(str, Cs), inner))))
+    tuned.sort(key=lambda r: METHODS.index(r["method"]))
+    return tuned, grid
+
+
 def paired(x, y, tol=1e-12):
     """Wins / ties / losses of ``x`` over ``y`` (paired, higher is better) and the two-sided
     Wilcoxon signed-rank p-value of the differences (zero differences dropped; 1.0 when all
@@ -193,8 +277,8 @@ def summarise(rows, methods):
     by = {m: sorted([r for r in rows if r["method"] == m], key=lambda r: r["fold"]) for m in methods}
     for m, rs in by.items():
         s = {}
-        for key in ("phi", "accuracy", "auc", "seconds"):
-            v = np.array([r[key] for r in rs if r[key] is not None], dtype=float)
+        for key in ("phi", "accuracy", "auc", "balanced_accuracy", "seconds", "C"):
+            v = np.array([r[key] for r in rs if r.get(key) is not None], dtype=float)
             v = v[np.isfinite(v)]
             s[key] = (float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0) if v.size else (None, None)
         out["methods"][m] = s
@@ -252,6 +336,66 @@ def print_pooled(paths):
     return 0
 
 
+def main_tuned(a):
+    """The study with C tuned per method (``--Cs``): per outer fold the tuned rows, then the
+    summary at the tuned C and, for each C of the grid, the paired comparison at that fixed C."""
+    from milopt.metrics import bag_folds
+
+    bags = load_instance(a.data)
+    only = {int(x) for x in a.only.split(",") if x}
+    opts = {}
+    if a.set:
+        from milopt.params import coerce
+
+        opts = {key: coerce(v) for key, v in (kv.split("=", 1) for kv in a.set)}
+    t_start, load0 = time.time(), os.getloadavg()
+    say = (lambda *x, **k: None) if a.json else (lambda *x, **k: print(*x, flush=True, **k))
+    say(f"{a.data}: {bags.n_bags} bags, {a.folds} outer folds, {a.inner} inner folds (seed {a.seed}); C grid "
+        f"{a.Cs}; bnb limit {a.time_limit:g} s per C; load {load0[0]:.2f}")
+    say(f"{'fold':>4} {'method':<12} {'C':>6} {'test acc':>9} {'bal acc':>8} {'test AUC':>9}  inner AUC per C; note")
+    rows, grid = [], []
+    for k, (tr_ids, te_ids) in enumerate(bag_folds(bags, a.folds, a.seed)):
+        if only and k not in only:
+            continue
+        tuned, g = run_fold_tuned(bags, tr_ids, te_ids, a, k, opts)
+        rows += tuned
+        grid += g
+        for r in tuned:
+            note = f"; {r['termination']}, gap {r['gap']:.2%}" if r["method"] == "optimum" else ""
+            inner = " ".join(f"{v:.3f}" for v in r["inner_auc"].values())
+            say(f"{k:>4} {r['method']:<12} {r['C']:>6g} {r['accuracy']:>9.3f} {r['balanced_accuracy']:>8.3f} "
+                f"{r['auc']:>9.3f}  {inner}{note}")
+    summ = summarise(rows, a.methods)
+    at_c = {str(C): summarise([r for r in grid if r["C"] == C], a.methods) for C in sorted(a.Cs)}
+    load1 = os.getloadavg()
+    doc = {"data": a.data, "bags": bags.n_bags, "folds": a.folds, "inner": a.inner, "Cs": sorted(a.Cs),
+           "seed": a.seed, "time_limit": a.time_limit, "restarts": a.restarts, "anneal": a.anneal,
+           "bnb_options": a.set, "load_start": load0, "load_end": load1, "wall_seconds": time.time() - t_start,
+           "rows": rows, "grid": grid, "summary": summ, "at_C": at_c}
+    if a.out:
+        with open(a.out, "w") as fh:
+            json.dump(doc, fh, indent=1, default=float)
+    if a.json:
+        print(json.dumps(doc, indent=1, default=float))
+        return 0
+    say(f"\nat the tuned C, over {len({r['fold'] for r in rows})} folds (mean ± sd; load {load0[0]:.2f} → "
+        f"{load1[0]:.2f}; wall {doc['wall_seconds']:.0f} s)")
+    say(f"{'method':<12} {'C':>13} {'test accuracy':>15} {'balanced acc':>15} {'test AUC':>15}")
+    for m, s in summ["methods"].items():
+        say(f"{m:<12} {_pm(s['C'], '.2f'):>13} {_pm(s['accuracy'], '.3f'):>15} "
+            f"{_pm(s['balanced_accuracy'], '.3f'):>15} {_pm(s['auc'], '.3f'):>15}")
+    for label, sm in [("tuned C", summ)] + [(f"C = {c}", v) for c, v in at_c.items()]:
+        extra = f"; bnb proved {sm.get('proved')}/{sm.get('folds')}" if "proved" in sm else ""
+        say(f"{label}: optimum AUC {_pm(sm['methods']['optimum']['auc'], '.3f')}{extra}" if "optimum" in
+            sm["methods"] else label)
+        for m, p in sm["paired"].items():
+            ac, au = p["accuracy"], p["auc"]
+            say(f"  optimum vs {m:<12} acc W/T/L {ac['wins']}/{ac['ties']}/{ac['losses']} (p = {ac['p']:.3g}) | "
+                f"AUC W/T/L {au['wins']}/{au['ties']}/{au['losses']} (p = {au['p']:.3g}), mean AUC difference "
+                f"{au['mean_difference']:+.3f}")
+    return 0
+
+
 def _pm(t, fmt):
     return "—" if t[0] is None else f"{t[0]:{fmt}} ± {t[1]:{fmt}}"
 
@@ -268,6 +412,9 @@ def main(argv=None):
     ap.add_argument("--no-pdmisvm", dest="pdmisvm", action="store_false", help="skip pdMISVM (other objective)")
     ap.add_argument("--only", default="", help="comma separated fold numbers to run (default: all)")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="bnb options (as milopt --set)")
+    ap.add_argument("--Cs", default="", help="comma separated C grid: tune C per method by an inner CV over it "
+                                             "(default: every method at C = 1)")
+    ap.add_argument("--inner", type=int, default=3, help="inner folds of the C tuning (with --Cs)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None, help="also write the JSON document to this file")
     ap.add_argument("--pool", nargs="+", default=None, metavar="RUN.json",
@@ -277,6 +424,9 @@ def main(argv=None):
     if a.pool:
         return print_pooled(a.pool)
     a.methods = [m for m in a.methods.split(",") if m]
+    a.Cs = [float(c) for c in a.Cs.split(",") if c]
+    if a.Cs:
+        return main_tuned(a)
     bad = [m for m in a.methods if m not in METHODS]
     if bad:
         ap.error(f"--methods: unknown {bad}; choose from {', '.join(METHODS)}")

@@ -44,3 +44,25 @@ def test_small_cross_validation(study, tmp_path, capsys):
     assert s["methods"]["optimum"]["phi"][0] == pytest.approx(np.mean([r["phi"] for r in rows
                                                                         if r["method"] == "optimum"]))
     assert study.pooled([doc])["paired"] == s["paired"]
+
+
+def test_tuned_c_study(study, capsys):
+    """C tuned per method by an inner CV: every tuned row is the method's grid row at a C of
+    the grid, the grid holds every method at every C, the optimum's Φ at each C is never
+    above a heuristic's at that C."""
+    study.main(["--data", "gen:digits?bags=18&seed=3", "--folds", "3", "--inner", "2", "--Cs", "1,0.3",
+                "--time-limit", "60", "--restarts", "2", "--anneal", "3", "--no-pdmisvm", "--only", "0", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["Cs"] == [0.3, 1.0]
+    grid, rows = doc["grid"], doc["rows"]
+    assert len(grid) == 2 * len(study.METHODS) and len(rows) == len(study.METHODS)
+    for r in rows:
+        g = next(x for x in grid if x["method"] == r["method"] and x["C"] == r["C"])
+        assert r["auc"] == g["auc"] and set(r["inner_auc"]) == {"0.3", "1.0"}
+        assert 0.0 <= r["balanced_accuracy"] <= 1.0
+    for C in doc["Cs"]:
+        at = {x["method"]: x for x in grid if x["C"] == C}
+        assert at["optimum"]["termination"] == "optimal"
+        for m in study.HEURISTICS:
+            assert at["optimum"]["phi"] <= at[m]["phi"] + 1e-6 * max(1.0, at[m]["phi"])
+    assert set(doc["at_C"]) == {"0.3", "1.0"}

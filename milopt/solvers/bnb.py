@@ -96,7 +96,9 @@ def _finish(model, opts, mod, meta, bags, kernel=None):
              "heuristic_search_seconds": out["heuristic_search_seconds"], "mip_gap": gap,
              "options": {k: v for k, v in o.items()},
              # every improving incumbent (seconds from the call's start, MI-SVM objective), as found
-             "trajectory": [(float(t), float(v)) for t, v in out.get("trajectory", ())]}
+             "trajectory": [(float(t), float(v)) for t, v in out.get("trajectory", ())],
+             # the same on the process's CPU clock (seconds of CPU since the call began)
+             "trajectory_cpu": [(float(t), float(v)) for t, v in out.get("trajectory_cpu", ())]}
     if out["termination"] == "interrupted":
         extra["interrupted_with_solution"] = True
     if abs(obj_model - out["objective"]) > 1e-6 * max(1.0, abs(obj_model)):

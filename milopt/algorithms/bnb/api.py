@@ -44,11 +44,15 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
     dict of :meth:`MISVMBranchAndBound.solve` plus ``heuristic_seconds`` (the starts) and
     ``witnesses``.
 
-    The starting heuristics follow one schedule whatever ``time_limit`` is (the alternation,
-    the annealing runs, the swap search from the best starts, ``kick_seconds`` of iterated
-    local search), so the incumbent held at time t does not depend on the limit; the limit
-    only cuts them, at ``start_share`` of it (default 0.9: the rest is the search's, which
-    evaluates the root for a bound).  A ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM / SIGHUP in
+    The starting heuristics follow one schedule whatever ``time_limit`` is, ordered by value
+    per second: the annealing runs (a tenth of a second each on MUSK1, the best starts), the
+    alternation starts, the swap search from the best starts; then ``kick_seconds`` of
+    iterated local search interleaved with the search (one-second slices alternating with as
+    much node time, :func:`.heuristics.interleaved_kick`; with workers, in a worker beside the
+    search), so the bound grows under a short limit too.  The incumbent held at time t does
+    not depend on the limit; the limit only cuts the schedule (the starts before the search at
+    ``start_share`` of it, default 0.9; the search evaluates the root for a bound whatever the
+    time left).  A ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM / SIGHUP in
     the ``milopt`` command) during the starts keeps what they found; the search then gets
     :data:`INTERRUPTED_SECONDS` for the root's bound (serial, no local search) and the result
     is returned as ``interrupted``.
@@ -57,7 +61,7 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
 
     from milopt.algorithms.mi_heuristics import slack_costs
 
-    from .heuristics import alternate_selection, alternation_starts, annealing_starts, kick_search, swap_search
+    from .heuristics import alternate_selection, alternation_starts, annealing_starts, swap_search
 
     o = PARAMS.resolve(options, "bnb options")
     if costs is None:
@@ -72,7 +76,6 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         start_deadline = t0 + o["start_share"] * limit
         pts = []
         interrupted = False
-        parallel = o["workers"] > 1 or bool(o["scheduler"])
         both = bool((bags.y == 1).any() and (bags.y == 0).any())
 
         def polish(raw, deadline):
@@ -83,20 +86,27 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         def ranked():
             """(Φ, order found, scores) of the starts so far, best first."""
             vals = []
-            for c, _, _ in pts:
+            for c, _, _, _ in pts:
                 raw = eng.Kv(c)
                 vals.append((eng.phi_raw(raw, float(c @ raw))[0], len(vals), raw))
             return sorted(vals, key=lambda v: v[:2])
 
+        def found(c, b):
+            pts.append((c, b, time.perf_counter() - t0, time.process_time() - c0))
+
+        c0 = time.process_time()
         try:
-            if o["restarts"] and both:
-                pts += [(c, b, time.perf_counter() - t0)
-                        for c, b in alternation_starts(bags, K, C, class_weight, o["restarts"], o["seed"], start_deadline, X)]
+            # by value per second: annealing (~0.1 s a run on MUSK1, within 2 % of the optimum), then
+            # the alternation starts (each polished selection a few hundredths of a second)
             if o["anneal"] and both:
                 for raw in annealing_starts(eng, start_deadline, seed=o["seed"], runs=o["anneal"]):
                     if time.perf_counter() > start_deadline:
                         break
-                    pts.append(polish(raw, start_deadline)[1:] + (time.perf_counter() - t0,))
+                    found(*polish(raw, start_deadline)[1:])
+            if o["restarts"] and both:
+                for c, b in alternation_starts(bags, K, C, class_weight, o["restarts"], o["seed"], start_deadline, X,
+                                               eng=eng):
+                    found(c, b)
             if o["swap"] and pts:
                 seen = []
                 for v, _, raw in ranked():
@@ -107,30 +117,23 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
                     seen.append(v)
                     r = swap_search(eng, raw, start_deadline)
                     if r is not None:
-                        pts.append((r[1], r[2], time.perf_counter() - t0))
-            # with worker processes the search begins now, and a worker runs this local search
-            # beside it (``first_kick`` of :meth:`MISVMBranchAndBound.solve`)
-            if o["kick_seconds"] > 0 and pts and not parallel and time.perf_counter() < start_deadline:
-                # every improvement is kept when it is found (its time, and Ctrl-C keeps it)
-                kick_search(eng, ranked()[0][2], min(start_deadline, time.perf_counter() + o["kick_seconds"]),
-                            seed=o["seed"], kick=o["kick_size"],
-                            found=lambda v, c, b: pts.append((c, b, time.perf_counter() - t0)))
+                        found(r[1], r[2])
+            # the iterated local search runs inside the search (``first_kick`` of
+            # :meth:`MISVMBranchAndBound.solve`): interleaved with the nodes, or in a worker
         except KeyboardInterrupt:   # Ctrl-C in the starts: keep what was found, evaluate the root, stop
             interrupted = True
         heur_s = time.perf_counter() - t0
         left = None if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - t0))
         ls = (lambda raw: polish(raw, math.inf)[1:]) if (o["restarts"] or o["anneal"]) else None
-        first_kick = 0.0
-        if not interrupted and parallel and o["kick_seconds"] > 0 and pts:
-            first_kick = max(0.0, min(o["kick_seconds"], start_deadline - time.perf_counter()))
+        first_kick = o["kick_seconds"] if not interrupted and pts else 0.0
         search = {}
         if interrupted:   # the command is ending: the root alone, within a short budget, serial, no local search
             left = INTERRUPTED_SECONDS if left is None else min(left, INTERRUPTED_SECONDS)
             search = dict(node_limit=1, swap=False, kick_every=0, workers=1, scheduler=None)
             ls = None
         opts = SearchOptions.from_options(o, time_limit=left, mip_gap=mip_gap, verbose=bool(verbose), **search)
-        known = Starts(dual=[(c, b) for c, b, _ in pts], times=[f - heur_s for _, _, f in pts], primal=list(starts),
-                       swap=bool(starts) and not interrupted, first_kick=first_kick)
+        known = Starts(dual=[(c, b) for c, b, _, _ in pts], times=[f - heur_s for _, _, f, _ in pts],
+                       primal=list(starts), swap=bool(starts) and not interrupted, first_kick=first_kick)
         out = eng.solve(opts, known, heuristic=ls, log=log)
     if out["w"] is None and out["coef"] is None:   # no start and no node evaluated
         out["coef"] = np.zeros(bags.n_instances)
@@ -141,6 +144,10 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
         out["termination"] = "interrupted"
     out["heuristic_seconds"] = heur_s
     # incumbents on the clock of the whole call (the starts at the time each was found)
+    # the same on the process's CPU clock (a start: when it was found; the search: when offered)
+    cpu_of = {f - heur_s: u for _, _, f, u in pts}
+    out["trajectory_cpu"] = [(cpu_of.get(t, u - c0) if t <= 0 else u - c0, v)
+                             for (t, v), u in zip(out.get("trajectory", ()), out.get("trajectory_cpu", ()))]
     out["trajectory"] = [(heur_s + t, v) for t, v in out.get("trajectory", ())]
     if out.get("incumbent_time") is not None:   # on the same clock: seconds from the call's start
         out["incumbent_time"] = heur_s + out["incumbent_time"]

@@ -5,7 +5,8 @@ r"""Primal heuristics of the MI-SVM branch and bound: incumbents (upper bounds).
 * :func:`alternation_from_scores`: the same alternation started from given instance scores
   (a node relaxation's scores: "diving" from the relaxation to a selection and polishing it);
 * :func:`swap_search`: 1-opt witness-swap local search on the MI-SVM objective;
-* :func:`kick_search`: iterated local search (random multi-bag kicks, then the alternation).
+* :func:`kick_search`: iterated local search (random multi-bag kicks, then the alternation);
+* :func:`interleaved_kick`: a slice of it inside a serial search, alternating with nodes.
 
 Every point found is scored by the true MI-SVM objective Φ(w, b*) (exact best intercept), so
 an incumbent is always the objective value of a feasible (w, b); nothing here affects the
@@ -62,26 +63,51 @@ def _solve_witnesses(eng, wit, pos, deadline, warm=None):
     val, b = eng.phi_raw(raw, float(coef @ raw))
     return val, b, alpha, D, coef, raw
 
-def alternation_starts(bags, K, C, class_weight, restarts, seed, deadline, X):
+def alternation_starts(bags, K, C, class_weight, restarts, seed, deadline, X, eng=None):
     """Dual coefficients ``(coef = y ∘ α, b)`` from the alternating heuristic: centroid and SIL
-    starts, then random starts (each its own seed) while time allows."""
+    starts, then random starts (start r seeded ``seed + r``) while time allows.
+
+    With ``eng`` whose node solver is the interior point (small effective sets), each start's
+    alternation is :func:`alternate_selection` (every SVM by the node QP, warm-started by the
+    active-set method: a few hundredths of a second on MUSK1 against seconds for the
+    coordinate descent of :func:`~milopt.algorithms.mi_heuristics.misvm_alternate`, which is
+    used otherwise); the first selections are the same."""
     from milopt.algorithms.mi_heuristics import misvm_alternate
 
     out = []
     inits = ["centroid", "sil"] + ["random"] * max(0, int(restarts) - 2)
     longest = 0.0
+    fast = eng is not None and eng.qp == "ipm"
     for r, init in enumerate(inits[:max(1, int(restarts))]):
         t = time.perf_counter()
         if out and t + longest > deadline:      # the next start would not end in time
             break
         try:
-            res = misvm_alternate(K, bags, C=C, class_weight=class_weight, slack="bag", init=init, restarts=1,
-                                  random_state=seed + r, X=X, solver="smo" if K is None else "auto")
+            if fast:
+                sel = eng.selection_of_raw(_start_scores(bags, K, C, class_weight, init, seed + r, X))
+                a = alternate_selection(eng, sel, deadline)
+                out.append((a[4], a[1]))
+            else:
+                res = misvm_alternate(K, bags, C=C, class_weight=class_weight, slack="bag", init=init, restarts=1,
+                                      random_state=seed + r, X=X, solver="smo" if K is None else "auto")
+                out.append((res["alpha"] * res["y"], res["b"]))
         except Exception:  # noqa: BLE001 - a failed start is only a missing incumbent
             continue
-        out.append((res["alpha"] * res["y"], res["b"]))
         longest = max(longest, time.perf_counter() - t)
     return out
+
+
+def _start_scores(bags, K, C, class_weight, init, seed, X):
+    """Instance scores of the alternation's first selection (as ``misvm_alternate`` with
+    ``init`` and ``random_state=seed``): the centroid SVM, the SIL SVM, or uniform random."""
+    from milopt.mil.alternation import _centroid_scores, _sil_witnesses
+
+    rng = np.random.default_rng(seed)
+    if init == "centroid":
+        return _centroid_scores(K, bags, C, class_weight, X=X)
+    if init == "sil":
+        return _sil_witnesses(K, bags, C, class_weight, rng, X=X)
+    return rng.random(bags.n_instances)
 
 
 def alternation_from_scores(bags, K, C, class_weight, X, max_iter=20):
@@ -242,24 +268,43 @@ def kick_search(eng, scores, deadline, seed=0, kick=3, swap=True, found=None):
     instances; re-run the alternation (:func:`alternate_selection`); keep the result when it is
     not worse (moving across plateaus of equal Φ), and polish a strict improvement by the swap
     search.  Repeats until ``deadline``, or until 20 kicks per multi-instance bag in a row
-    found nothing better.
+    found nothing better (the steps of :func:`kick_steps`).
 
     ``found(value, coef, b)``, if given, is called with every strict improvement when it is
     found (so that its time is known and an interruption keeps it).
 
     Returns (value, coef, b) of the best point found, or None.
     """
+    steps = kick_steps(eng, scores, [deadline], seed=seed, kick=kick, swap=swap, found=found)
+    best = None
+    try:
+        while True:
+            best = next(steps)
+            if time.perf_counter() >= deadline:
+                return best
+    except StopIteration as stop:
+        return stop.value if stop.value is not None else best
+
+
+def kick_steps(eng, scores, clock, seed=0, kick=3, swap=True, found=None):
+    """The iterated local search of :func:`kick_search` as a generator that can be resumed:
+    it yields the best (value, coef, b) after its start and after every kick, and returns it
+    (``StopIteration.value``; None without multi-instance positive bags) when 20 kicks per
+    multi-instance bag in a row found nothing better.  ``clock[0]`` is the deadline that the
+    alternation and the swap search of the current step observe (the caller moves it between
+    steps), so one search can run in slices (:func:`interleaved_kick`)."""
     ptr, pos = eng.ptr, eng.pos_bags
     multi = eng.live[pos] & (eng.sizes[pos] > 1)
     if not multi.any() or not eng.base_active.any() or not (eng.y > 0).any():
         return None
     rng = np.random.default_rng(seed)
     wit = segment_argmax(np.asarray(scores, dtype=float), ptr)[pos]
-    cur = alternate_selection(eng, wit, deadline)
+    cur = alternate_selection(eng, wit, clock[0])
     best = (cur[0], cur[4], cur[1])
     tol = 1e-9 * max(1.0, abs(cur[0]))
     patience, idle = 20 * int(multi.sum()), 0
-    while time.perf_counter() < deadline and idle < patience:
+    while idle < patience:
+        yield best
         idle += 1
         aI = np.add.reduceat(cur[2], eng.smo.gptr[:-1])[pos]
         cand = np.flatnonzero(multi & (aI > 1e-7 * eng.caps[pos]))
@@ -271,7 +316,7 @@ def kick_search(eng, scores, deadline, seed=0, kick=3, swap=True, found=None):
             I = pos[k]
             opts = np.arange(ptr[I], ptr[I + 1])
             w2[k] = rng.choice(opts[opts != w2[k]])
-        r = alternate_selection(eng, w2, deadline, warm=(cur[2], cur[6]))
+        r = alternate_selection(eng, w2, clock[0], warm=(cur[2], cur[6]))
         if r[0] <= cur[0] + tol:
             cur = r
             if r[0] < best[0] - tol:
@@ -279,14 +324,60 @@ def kick_search(eng, scores, deadline, seed=0, kick=3, swap=True, found=None):
                 best = (r[0], r[4], r[1])
                 if found is not None:
                     found(*best)
-                if swap and time.perf_counter() < deadline:   # (None without interior-point node QPs)
-                    sw = swap_search(eng, r[5], deadline)
+                if swap and time.perf_counter() < clock[0]:   # (None without interior-point node QPs)
+                    sw = swap_search(eng, r[5], clock[0])
                     if sw is not None and sw[0] < best[0] - tol:
                         best = sw
                         if found is not None:
                             found(*best)
-                        cur = alternate_selection(eng, segment_argmax(eng.Kv(sw[1]), ptr)[pos], deadline)
+                        cur = alternate_selection(eng, segment_argmax(eng.Kv(sw[1]), ptr)[pos], clock[0])
     return best
+
+
+#: seconds of one slice of the starts' iterated local search run inside a serial search
+#: (:func:`interleaved_kick`); each slice is followed by as much node time
+KICK_SLICE = 1.0
+
+
+def interleaved_kick(run):
+    """One slice of the starts' iterated local search inside a serial search ``run`` (the
+    ``Search`` of :meth:`~.search.MISVMBranchAndBound.solve`), then as much node time.
+
+    The starts used to spend ``kick_seconds`` on :func:`kick_search` before the search began,
+    cut at ``start_share`` of the time limit: under a short limit the search got a few tenths
+    of it and the bound at the limit was weak.  Interleaved, the local search alternates with
+    node evaluation in slices of :data:`KICK_SLICE` seconds until ``kick_seconds`` are used:
+    the bound grows from the start, and the schedule (slice k begins after k slices of local
+    search and k of nodes) is the same whatever the limit, so the incumbent at time t does not
+    depend on it.  The slices resume one search (:func:`kick_steps`; a search restarted every
+    slice would not get far on a loaded machine), restarted from the incumbent, seeded
+    ``seed + j`` for its j-th start, when it ends or when the tree found a better incumbent.
+    Every improvement is offered when it is found (source ``kick``).
+
+    ``run.s.early`` holds [seconds left, time of the next slice, starts so far, seconds used,
+    the running search as [generator, its clock, its best value] or None]."""
+    th = time.perf_counter()
+    left, _, k, used, state = run.s.early
+    end = th + min(KICK_SLICE, left, max(0.0, run.deadline - th))
+    try:
+        while time.perf_counter() < end:
+            tol = 1e-9 * max(1.0, abs(run.s.incumbent.value))
+            if state is None or run.s.incumbent.value < state[2] - tol:   # (re)start from the incumbent
+                clock = [end]
+                state = [kick_steps(run.eng, run.incumbent_raw(), clock, seed=run.opts.seed + k, kick=run.opts.kick_size,
+                                    found=lambda v, c, b: run.offer(c, b, "kick")), clock, run.s.incumbent.value]
+                k += 1
+            state[1][0] = end
+            try:
+                state[2] = min(state[2], next(state[0])[0])
+            except StopIteration:
+                state = None
+    except KeyboardInterrupt:
+        raise
+    except Exception:  # noqa: BLE001 - a failed local search never stops the proof
+        state = None
+    spent = time.perf_counter() - th
+    run.s.early[:] = [left - max(spent, end - th), time.perf_counter() + spent, k, used + spent, state]
 
 
 def _smooth_objective(X, ptr, bag_of, ypos, costs, tau, delta):
@@ -342,16 +433,16 @@ Vert^2
     a soft maximum over each bag's instances (near the bag's mean score for large τ, the max
     for small τ) and a smoothed hinge.  Runs differ by the cost scale λ, the hinge smoothing δ,
     the first τ and the start (w = 0 or random, seeded): a portfolio (:data:`PORTFOLIO`) that
-    lands in different selections.  Returns the instance-score vectors w·z_i of the runs
-    (their selections are polished by :func:`alternate_selection`)."""
+    lands in different selections.  Yields the instance-score vector w·z_i of each run when it ends
+    (its selection is polished by :func:`alternate_selection`): the first runs' points are
+    incumbents before the last run ends."""
     from scipy.optimize import minimize
 
     if eng.kernel or not eng.ypos.any() or eng.ypos.all():
-        return []
+        return
     rng = np.random.default_rng(seed)
     costs = np.where(eng.live, eng.costs, 0.0)
     X, d = eng.X, eng.d
-    out = []
     longest = 0.0
     for r in range(runs):
         t = time.perf_counter()
@@ -367,6 +458,5 @@ Vert^2
             theta = minimize(f, theta, jac=True, method="L-BFGS-B", options={"maxiter": 200}).x
             if time.perf_counter() > deadline:
                 break
-        out.append(X @ theta[:d])
         longest = max(longest, time.perf_counter() - t)
-    return out
+        yield X @ theta[:d]

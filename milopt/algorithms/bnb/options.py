@@ -37,7 +37,8 @@ PARAMS = ParamSet(
     swap_starts=Int(3, "distinct best starts polished by the witness-swap search before the search", ge=0),
     swap=Bool(True, "1-opt witness-swap local search on every new incumbent"),
     kick_seconds=Float(10.0, "seconds of iterated local search (random witness kicks, then the alternation) from "
-                             "the best start, within start_share of the time limit", ge=0),
+                             "the best start, interleaved with the search in one-second slices (with workers: in a "
+                             "worker beside it)", ge=0),
     kick_size=Int(3, "largest number of bags kicked at once by the iterated local search", ge=1),
     kick_every=Int(100, "a one-second round of the iterated local search from the incumbent after k nodes, the "
                         "interval doubling after each round that finds nothing (0: never)", ge=0),

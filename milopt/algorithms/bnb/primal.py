@@ -64,8 +64,9 @@ class Starts:
     """Known points offered before the search: ``dual`` (coef, b) pairs, with ``times`` (when
     each was found, seconds relative to the search's start; negative: before it), ``primal``
     (w, b) pairs (linear kernel); ``swap``: run the swap search from the best of them first;
-    ``first_kick``: with a worker pool, seconds of iterated local search from the best start in
-    a worker from the beginning of the search."""
+    ``first_kick``: seconds of iterated local search from the best start, overlapped with the
+    search (with a worker pool, in a worker from its beginning; serial, in slices interleaved
+    with as much node time, :func:`.heuristics.interleaved_kick`)."""
 
     dual: list = field(default_factory=list)
     times: list | None = None

@@ -39,6 +39,7 @@ from milopt.segments import segment_argmax
 from .bounds import mi_objective_best_b, project_dual
 from .rules import RULES
 from .evaluate import DENSE_MAX, IPM_MAX, NodeEvaluation
+from . import heuristics
 from .nodes import Node
 from .options import SearchOptions
 from .primal import Alternation, KickSearch, Starts, SwapSearch
@@ -233,6 +234,8 @@ class MISVMBranchAndBound(NodeEvaluation):
             run.offer_starts(starts)
             if opts.workers > 1 or opts.scheduler:
                 run.open_pool(starts.first_kick)
+            elif starts.first_kick > 0 and run.s.incumbent.value < math.inf:
+                run.s.early[0] = starts.first_kick    # serial: interleaved with the nodes
             termination = run.loop()
         except KeyboardInterrupt:
             termination = "interrupted"
@@ -280,6 +283,7 @@ class Search:
             best.coef = None if is_w else np.array(vec, dtype=float)
             best.w = np.array(vec) if is_w else None
             self.s.trajectory.append((best.time, float(val)))
+            self.s.trajectory_cpu.append(time.process_time())
             return True
         return False
 
@@ -423,6 +427,8 @@ class Search:
                 return "time_limit"
             if node_limit is not None and s.nodes >= node_limit:
                 return "iteration_limit"
+            if self.pool is None and s.early[0] > 0 and s.nodes and time.perf_counter() >= s.early[1]:
+                heuristics.interleaved_kick(self)    # a slice of the starts' local search, then as much node time
             if self.pool is None:
                 node = s.queue.pop()
                 res = self.eng.evaluate(node, s.incumbent.value, self.eps(), self.deadline, dive=self.wants_dive(0))
@@ -522,6 +528,7 @@ class Search:
                 "iterations": s.iterations, "termination": termination, "history": s.history,
                 "root_bound": s.root_bound, "open_nodes": len(s.queue), "seconds": time.perf_counter() - self.t0,
                 "incumbent_source": best.source, "incumbent_time": best.time,
-                "heuristic_search_seconds": s.heuristic_seconds, "closed_nodes": s.closed,
+                "heuristic_search_seconds": s.heuristic_seconds + s.early[3], "closed_nodes": s.closed,
                 "active_set_solves": s.active_set_solves, "active_set_fallbacks": s.active_set_fallbacks,
-                "strong_qps": s.strong_qps, "trajectory": s.trajectory}
+                "strong_qps": s.strong_qps, "trajectory": s.trajectory,
+                "trajectory_cpu": s.trajectory_cpu}

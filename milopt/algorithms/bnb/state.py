@@ -32,12 +32,15 @@ class SearchState:
     method / handed on after it failed, node QPs solved by strong branching); the root's bound;
     the time spent in primal heuristics; the iterated local search's schedule (``kicks`` run,
     ``next_kick`` at that node count, ``kick_gap`` the current interval, ``pending`` a round
-    running in a worker); the recorded ``history`` and when it and the log were last written.
+    running in a worker; ``early``: the starts' local search interleaved with a serial search,
+    :func:`.heuristics.interleaved_kick`); ``trajectory_cpu``: the process CPU seconds of each
+    trajectory entry; the recorded ``history`` and when it and the log were last written.
     """
 
     queue: NodeQueue = field(default_factory=NodeQueue)
     incumbent: Incumbent = field(default_factory=Incumbent)
     trajectory: list = field(default_factory=list)
+    trajectory_cpu: list = field(default_factory=list)
     closed_bound: float = math.inf
     nodes: int = 0
     iterations: int = 0
@@ -51,6 +54,7 @@ class SearchState:
     next_kick: int = 0
     kick_gap: int = 0
     pending: object = None
+    early: list = field(default_factory=lambda: [0.0, 0.0, 0, 0.0, None])
     history: list = field(default_factory=list)
     last_history: float = -math.inf
     last_log: float = -math.inf
