@@ -123,9 +123,9 @@ def dca(bags: Bags, C: float = 1.0, z0=None, *, solver: str = "highs", max_iter:
         time_limit: float | None = None, options: dict | None = None, history: bool = True):
     r"""The DC algorithm: :math:`z_{k+1} \in \arg\min f_1(z) - \langle g_2(z_k), z\rangle`.
 
-    The ``dcmil_dca`` Pyomo model is built once (:func:`milopt.solvers.pipeline.build_and_solve`);
+    The ``dcmil_dca`` Pyomo model is built once (``milopt.solvers.pipeline.build_and_solve``);
     each iteration only updates its mutable linear objective coefficients (the f2 subgradient)
-    and re-solves it (:func:`milopt.solvers.pipeline.solve_built`), under one time budget.
+    and re-solves it (``milopt.solvers.pipeline.solve_built``), under one time budget.
     Stops when the decrease of f is at most
     ``tol * max(1, |f|)``, when the subgradient of f2 repeats (a fixed point), after
     ``max_iter`` subproblems, or when ``time_limit`` seconds (total) are spent.

@@ -202,7 +202,7 @@ class BatchSVMClassifier(_BatchClassifier):
     solver : str
         LP backend (``highs`` default; ``scip`` works too).
     time_limit : float
-        Seconds for building and solving the LP (:func:`milopt.solvers.pipeline.build_and_solve`).
+        Seconds for building and solving the LP (``milopt.solvers.pipeline.build_and_solve``).
     append_coords : {'auto', True, False}
         Append the (standardised) coordinates to the features; ``auto``: only when θ = 0
         (the paper's SVM baseline, Section 5.2) and the data have coordinates.

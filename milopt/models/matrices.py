@@ -3,14 +3,14 @@
 A builder that assembles a block of rows :math:`\\ell \\le A x \\le u` (or an objective
 :math:`c_0 + c^\\top x + \\tfrac12 x^\\top Q x`) with numpy / scipy.sparse hands the same
 matrices to Pyomo *and* attaches them to the Pyomo component, so that
-:func:`milopt.solvers.extract.extract` slices them instead of walking every expression term
+:func:`milopt.solvers.extract` slices them instead of walking every expression term
 (10^6 terms on MUSK2; see ``milopt/models/_linear.py``):
 
-* :class:`RowMatrix` on an indexed ``Constraint`` (:func:`milopt.models._linear.add_linear_rows`
+* :class:`RowMatrix` on an indexed ``Constraint`` (``milopt.models._linear.add_linear_rows``
   attaches it), read *after a row-by-row identity check* (:meth:`RowMatrix.valid_rows`): rows
   replaced, deleted or deactivated since the build are read through Pyomo;
 * :class:`ObjectiveMatrix` on a matrix objective
-  (:func:`milopt.models._linear.add_quadratic_objective`), dropped when the objective is given
+  (``milopt.models._linear.add_quadratic_objective``), dropped when the objective is given
   another expression.
 
 :func:`attach` is the one way to attach a record and :func:`matrix_of` the one way to read it;
