@@ -75,6 +75,17 @@ HEURISTICS = ("alternation", "restarts", "annealing")
 METHODS = ("optimum",) + HEURISTICS
 
 
+def _write(doc, a) -> bool:
+    """Write ``doc`` to ``--out`` when given; print it as the one JSON document with ``--json``
+    (True: nothing else is to be printed)."""
+    if a.out:
+        with open(a.out, "w") as fh:
+            json.dump(doc, fh, indent=1, default=float)
+    if a.json:
+        print(json.dumps(doc, indent=1, default=float))
+    return bool(a.json)
+
+
 def load_instance(spec):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from exact_frontier import load_instance as li
@@ -372,11 +383,7 @@ def main_tuned(a):
            "seed": a.seed, "time_limit": a.time_limit, "restarts": a.restarts, "anneal": a.anneal,
            "bnb_options": a.set, "load_start": load0, "load_end": load1, "wall_seconds": time.time() - t_start,
            "rows": rows, "grid": grid, "summary": summ, "at_C": at_c}
-    if a.out:
-        with open(a.out, "w") as fh:
-            json.dump(doc, fh, indent=1, default=float)
-    if a.json:
-        print(json.dumps(doc, indent=1, default=float))
+    if _write(doc, a):
         return 0
     say(f"\nat the tuned C, over {len({r['fold'] for r in rows})} folds (mean ± sd; load {load0[0]:.2f} → "
         f"{load1[0]:.2f}; wall {doc['wall_seconds']:.0f} s)")
@@ -465,11 +472,7 @@ def main(argv=None):
            "time_limit": a.time_limit, "restarts": a.restarts, "anneal": a.anneal, "bnb_options": a.set,
            "load_start": load0, "load_end": load1, "wall_seconds": time.time() - t_start, "rows": rows,
            "summary": summ}
-    if a.out:
-        with open(a.out, "w") as fh:
-            json.dump(doc, fh, indent=1, default=float)
-    if a.json:
-        print(json.dumps(doc, indent=1, default=float))
+    if _write(doc, a):
         return 0
     print(f"\nsummary over {len(rows) and len({r['fold'] for r in rows})} folds "
           f"(mean ± sd; load {load0[0]:.2f} at the start, {load1[0]:.2f} at the end; "

@@ -28,3 +28,15 @@ def selection_qp(bags, witnesses, costs):
         r = solve(m, "scip", mip_gap=1e-12)
     assert r.termination == Termination.OPTIMAL
     return r.objective, np.array([m.w[k].value for k in range(d)]), m.b.value
+
+
+def musk_like(n_bags=40, seed=0):
+    """A seeded, class-balanced, standardised subset of ``n_bags`` MUSK1 bags."""
+    from milopt.data import load
+    from milopt.metrics import standardize
+
+    b = load("musk1")
+    rng = np.random.default_rng(seed)
+    pos, neg = np.flatnonzero(b.y == 1), np.flatnonzero(b.y == 0)
+    ids = np.sort(np.r_[rng.choice(pos, n_bags // 2, replace=False), rng.choice(neg, n_bags // 2, replace=False)])
+    return standardize(b.subset(ids))

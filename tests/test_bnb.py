@@ -16,6 +16,7 @@ from milopt.data import Bags
 from milopt.errors import UnsupportedProblemError
 from milopt.solvers import SolutionStatus, Termination, installed, solve
 from milopt.algorithms.bnb import MISVMBranchAndBound, mi_objective_best_b, solve_bags
+from mil_helpers import musk_like
 
 
 def tiny(seed, n_pos=3, n_neg=3, d=3, max_size=4):
@@ -173,16 +174,6 @@ def test_degenerate_inputs(case):
     assert res.objective == pytest.approx(ref, rel=1e-5, abs=1e-7)
     assert res.bound <= ref + 1e-7
 
-
-def musk_like(n_bags=40, seed=0):
-    from milopt.data import load
-    from milopt.metrics import standardize
-
-    b = load("musk1")
-    rng = np.random.default_rng(seed)
-    pos, neg = np.flatnonzero(b.y == 1), np.flatnonzero(b.y == 0)
-    ids = np.sort(np.r_[rng.choice(pos, n_bags // 2, replace=False), rng.choice(neg, n_bags // 2, replace=False)])
-    return standardize(b.subset(ids))
 
 
 def test_time_limit_returns_a_status():

@@ -9,17 +9,8 @@ from milopt.algorithms.bnb import solve_bags
 from milopt.algorithms.bnb import heuristics as H
 from milopt.algorithms.bnb.search import MISVMBranchAndBound
 from milopt.numerics import bag_costs
+from mil_helpers import musk_like
 
-
-def musk_like(n_bags=40, seed=0):
-    from milopt.data import load
-    from milopt.metrics import standardize
-
-    b = load("musk1")
-    rng = np.random.default_rng(seed)
-    pos, neg = np.flatnonzero(b.y == 1), np.flatnonzero(b.y == 0)
-    ids = np.sort(np.r_[rng.choice(pos, n_bags // 2, replace=False), rng.choice(neg, n_bags // 2, replace=False)])
-    return standardize(b.subset(ids))
 
 
 def engine(bags, C=1.0):
