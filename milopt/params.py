@@ -223,6 +223,12 @@ class Param:
                 parts.append(f"{op} {v:g}")
         return " and ".join(parts)
 
+    def _item(self) -> str:
+        """What one number of this parameter accepts, e.g. 'an integer >= 1'."""
+        b = self._bounds()
+        out = "an integer" if self.kind in ("int", "ints") else "a number"
+        return f"{out} {b}" if b else out
+
     def describe(self) -> str:
         """What the parameter accepts, e.g. 'a number > 0', 'one of l2, l1'."""
         b = self._bounds()
@@ -254,7 +260,7 @@ class Param:
         raise InvalidParameterError(f"{name}: expected {what or self.describe()}, got {shown(value)!r}")
 
     def _scalar(self, name, value):
-        if self.kind == "int":
+        if self.kind in ("int", "ints"):
             if _is_number(value) and float(value).is_integer():
                 v = int(value)
             elif isinstance(value, str):
@@ -266,10 +272,10 @@ class Param:
                     except ValueError:
                         f = math.nan
                     if not f.is_integer():
-                        self._fail(name, value, "an integer")
+                        self._fail(name, value, self._item())
                     v = int(f)
             else:
-                self._fail(name, value, "an integer")
+                self._fail(name, value, self._item())
         else:
             if _is_number(value):
                 v = float(value)
@@ -277,9 +283,9 @@ class Param:
                 try:
                     v = float(value.strip())
                 except ValueError:
-                    self._fail(name, value, "a number")
+                    self._fail(name, value, self._item())
             else:
-                self._fail(name, value, "a number")
+                self._fail(name, value, self._item())
             if self.finite and not math.isfinite(v):
                 self._fail(name, value, "a finite number")
         if ((self.gt is not None and not v > self.gt) or (self.ge is not None and not v >= self.ge)

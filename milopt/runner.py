@@ -44,7 +44,12 @@ def _header(value):
 def parse_sets(items) -> dict:
     """``["C=1", "kernel=rbf"]`` -> {"C": "1", "kernel": "rbf"}: the values stay strings until
     the method's or formulation's declaration types them (:mod:`milopt.params`)."""
-    return {k: v.strip() for k, v in _key_values(items, "--set", "key=value (e.g. --set C=10)")}
+    out: dict = {}
+    for k, v in _key_values(items, "--set", "key=value (e.g. --set C=10)"):
+        if k in out and out[k] != v.strip():
+            raise InvalidParameterError(f"--set {k}: given twice ({k}={out[k]}, {k}={v.strip()}); give it once")
+        out[k] = v.strip()
+    return out
 
 
 def _key_values(items, flag: str, expected: str):

@@ -149,7 +149,7 @@ def test_grid_search_with_a_bag_splitter_matches_the_cli():
 
 
 def test_estimator_validates_like_set():
-    with pytest.raises(InvalidParameterError, match="max_iter: expected an integer, got 'abc'"):
+    with pytest.raises(InvalidParameterError, match="max_iter: expected an integer >= 1, got 'abc'"):
         milopt.estimator("misvm-heuristic", max_iter="abc")
     with pytest.raises(InvalidParameterError, match="unknown key"):
         milopt.estimator("misvm-heuristic", bogus=1)
