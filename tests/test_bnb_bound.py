@@ -44,12 +44,17 @@ def test_multibag_bounds_never_exceed_brute_force(monkeypatch):
     real = MultibagBranching.choose
     seen = {"nodes": 0, "children": 0, "lifted": 0}
     for seed in range(4):
-        _check_multibag(monkeypatch, real, seen, tiny(seed + 310, n_pos=5, n_neg=4, d=3, max_size=4))
+        bags = tiny(seed + 310, n_pos=5, n_neg=4, d=3, max_size=4)
+        _check_multibag(monkeypatch, real, seen, bags, misvm_bigm.bag_costs(bags, 1.0))
     assert seen["nodes"] > 0 and seen["children"] > 0
-
-
-def _check_multibag(monkeypatch, real, seen, bags):
+    # a positive bag of cost 0 constrains nothing: the step must not count it
+    bags = tiny(312, n_pos=5, n_neg=4, d=3, max_size=4)
     costs = misvm_bigm.bag_costs(bags, 1.0)
+    costs[np.flatnonzero(bags.y == 1)[np.argmax(np.diff(bags.bag_ptr)[bags.y == 1])]] = 0.0
+    _check_multibag(monkeypatch, real, seen, bags, costs)
+
+
+def _check_multibag(monkeypatch, real, seen, bags, costs):
     below = Below(bags, costs)
     eng = MISVMBranchAndBound(bags.X, bags.bag_ptr, bags.y, costs, branching="multibag")
 

@@ -89,7 +89,8 @@ def multibag_gains(eng, ctx, k=None, gram=None):
     starts = np.flatnonzero(np.concatenate([[True], owner[1:] != owner[:-1]]))
     M = _block_max(_block_max(G, starts, 0), starts, 1)
     np.fill_diagonal(M, 0.0)
-    cap = eng.caps[eng.pos_bags[ctx.unres]]
+    ub = eng.pos_bags[ctx.unres]
+    cap = np.where(eng.live[ub], eng.caps[ub], 0.0)      # a bag of cost 0 adds nothing
     # h_I on a grid of step lengths up to the bag's largest useful step
     with np.errstate(divide="ignore", invalid="ignore"):
         tstar = np.maximum(a, 0.0) / q
