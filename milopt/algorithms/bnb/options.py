@@ -21,8 +21,8 @@ PARAMS = ParamSet(
               "interior point only, or warm-started coordinate descent only"),
     branching=Choice("product", ("lookahead", "product", "multibag", "pseudocost", "strong"),
                      "bag to branch on: largest weakest-child look-ahead gain, its product with the mean gain, "
-                     "the product of the gains corrected by the realised gains of evaluated children "
-                     "(pseudo-costs), the product rule with bounds from all unresolved bags at once (multibag), "
+                     "the product rule with bounds from all unresolved bags at once (multibag), the product of "
+                     "the gains corrected by the realised gains of evaluated children (pseudocost), "
                      "or strong branching (the children's node QPs of the strong_bags best bags by product "
                      "score solved, the bag of largest product of their bound gains chosen)"),
     strong_bags=Int(4, "branching=strong: bags whose children's node QPs are solved to choose among", ge=1),
