@@ -19,8 +19,10 @@ PARAMS = ParamSet(
               "node QP solver: auto (the active-set method warm-started from the parent's multipliers; where it "
               "fails, and at the root, the interior point on small effective sets, else the coordinate descent), "
               "interior point only, or warm-started coordinate descent only"),
-    branching=Choice("product", ("lookahead", "product", "strong"),
+    branching=Choice("product", ("lookahead", "product", "multibag", "pseudocost", "strong"),
                      "bag to branch on: largest weakest-child look-ahead gain, its product with the mean gain, "
+                     "the product rule with bounds from all unresolved bags at once (multibag), the product of "
+                     "the gains corrected by the realised gains of evaluated children (pseudocost), "
                      "or strong branching (the children's node QPs of the strong_bags best bags by product "
                      "score solved, the bag of largest product of their bound gains chosen)"),
     strong_bags=Int(4, "branching=strong: bags whose children's node QPs are solved to choose among", ge=1),
