@@ -181,8 +181,9 @@ class NewtonLookahead:
         self.tstar = np.where((self.lin > 0) & (self.kappa > 1e-12), self.lin / np.maximum(self.kappa, 1e-12), 0.0)
         self.cap_c = caps[groups[cand]]
         gE = groups[idx]
-        self.starts = np.flatnonzero(np.r_[True, gE[1:] != gE[:-1]])      # idx sorted: groups contiguous
-        self.counts = np.diff(np.r_[self.starts, gE.size])
+        # idx sorted: groups contiguous
+        self.starts = np.concatenate(([0], np.flatnonzero(gE[1:] != gE[:-1]) + 1))
+        self.counts = np.diff(np.append(self.starts, gE.size))
         self.capE = caps[gE[self.starts]]
         self.pos = yE > 0
         if self.KEE is not None:
@@ -208,9 +209,11 @@ class NewtonLookahead:
         rows share it)."""
         nG = self.starts.size
         self.grow = np.repeat(np.arange(nG), self.counts)
-        self.Gm = (self.grow[None, :] == np.arange(nG)[:, None]).astype(float)
+        self.Gm = np.zeros((nG, self.grow.size))
+        self.Gm[self.grow, np.arange(self.grow.size)] = 1.0
         self.gy = self.yE[self.starts]
         self.gpos = self.gy > 0
+        self.gposf, self.gnegf = self.gpos.astype(float), (~self.gpos).astype(float)
 
     def _dual_kernel(self, I, TI, J=None, TJ=None, kIJ=None):
         r"""Exact D at the projected points α + TI d_I (+ TJ d_J) with the Gram matrix, one per
@@ -225,36 +228,41 @@ class NewtonLookahead:
         β = y_c T: one product :math:`K_{EE}B` for all columns.  ``kIJ``: K between the two
         candidates of each column."""
         TI = np.minimum(TI, self.cap_c[I])
-        A = self.dE[:, I] * TI[None, :]
+        A = self.dE.take(I, axis=1)
+        A *= TI
         A += self.aE[:, None]
+        pI = self.yc[I] > 0
+        sp, sn = np.where(pI, TI, 0.0), np.where(pI, 0.0, TI)
         if J is not None:
             TJ = np.minimum(TJ, self.cap_c[J])
-            A += self.dE[:, J] * TJ[None, :]
+            A += self.dE.take(J, axis=1) * TJ
+            pJ = self.yc[J] > 0
+            sp += np.where(pJ, TJ, 0.0)
+            sn += np.where(pJ, 0.0, TJ)
         np.maximum(A, 0.0, out=A)
         gs = self.Gm @ A
         cap = self.capE[:, None]
         S = np.where(gs > cap, cap / np.maximum(gs, 1e-300), 1.0)
         gS = gs * S
-        yI = self.yc[I]
-        sp = gS[self.gpos].sum(axis=0) + np.where(yI > 0, TI, 0.0)
-        sn = gS[~self.gpos].sum(axis=0) + np.where(yI < 0, TI, 0.0)
-        if J is not None:
-            yJ = self.yc[J]
-            sp += np.where(yJ > 0, TJ, 0.0)
-            sn += np.where(yJ < 0, TJ, 0.0)
+        sp += self.gposf @ gS
+        sn += self.gnegf @ gS
         fp = np.where(sp > sn, sn / np.maximum(sp, 1e-300), 1.0)
         fn = np.where(sn > sp, sp / np.maximum(sn, 1e-300), 1.0)
-        f = np.where(self.gpos[:, None], fp[None, :], fn[None, :]) * S
-        bI = TI * np.where(yI > 0, fp, fn) * yI
-        total = np.einsum("gm,gm->m", gs, f) + np.abs(bI)
+        # y_g f_g S_g per group: the multipliers' signed scale
+        fy = np.where(self.gpos[:, None], fp, -fn)
+        fy *= S
+        tI = TI * np.where(pI, fp, fn)
+        bI = np.where(pI, tI, -tI)
+        total = self.gy @ (gs * fy) + tI
         B = A
-        B *= (f * self.gy[:, None])[self.grow]
-        cI = np.einsum("em,em->m", self.KEc[:, I], B)
+        B *= fy.take(self.grow, axis=0)
+        cI = np.einsum("em,em->m", self.KEc.take(I, axis=1), B)
         q = np.einsum("em,em->m", B, self.KEE @ B) + bI * (2.0 * cI + bI * self.kdiag[I])
         if J is not None:
-            bJ = TJ * np.where(yJ > 0, fp, fn) * yJ
-            total += np.abs(bJ)
-            cJ = np.einsum("em,em->m", self.KEc[:, J], B)
+            tJ = TJ * np.where(pJ, fp, fn)
+            bJ = np.where(pJ, tJ, -tJ)
+            total += tJ
+            cJ = np.einsum("em,em->m", self.KEc.take(J, axis=1), B)
             q += bJ * (2.0 * cJ + bJ * self.kdiag[J]) + 2.0 * bI * bJ * kIJ
         D = total - 0.5 * q
         return np.where(np.isfinite(D), D, -np.inf)
