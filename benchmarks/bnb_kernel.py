@@ -9,21 +9,54 @@ poly (γ x·x′ + coef0)^degree, linear x·x′, γ = 1/d by default.  Two mode
   solved through :func:`milopt.runner.run_solve`, exactly what ``milopt solve
   misvm-kernel-bigm --solver S`` does (for plain DATA strings the CLI command is printed).
 
-Prints termination, objective, bound, gap, nodes and seconds.  Instances as in
-benchmarks/exact_frontier.py (``nested:musk1:N``, ``musk1``, generators).
+Prints termination, objective, bound, gap, nodes, seconds and the CPU seconds of the process.
+``--split`` (direct mode) adds the CPU seconds spent in the node QPs and in the look-ahead (the
+single-candidate gains and the two-level joint steps), the per-node split of a run.  Instances
+as in benchmarks/exact_frontier.py (``nested:musk1:N``, ``musk1``, generators).
 
 Usage::
 
     python benchmarks/bnb_kernel.py --data nested:musk1:20 --kernel rbf --time-limit 60
     python benchmarks/bnb_kernel.py --data musk1 --kernel rbf --time-limit 600 --solver bnb --json
     python benchmarks/bnb_kernel.py --data 'gen:subset?data=musk1&bags=12&seed=0' --solver scip --time-limit 60
+    python benchmarks/bnb_kernel.py --data musk1 --split --time-limit 0 \
+        --set node_limit=3000 kick_seconds=0 kick_every=0 heuristic_share=0
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import time
 
 from _bnb_args import load_bags, parser, set_options
+
+
+@contextlib.contextmanager
+def cpu_split(acc):
+    """CPU seconds of the node evaluation's parts, added to ``acc`` while the block runs: ``qp``
+    (the node QPs), ``lookahead`` (single-candidate gains and two-level joint steps)."""
+    from milopt.algorithms.bnb.evaluate import NodeEvaluation
+
+    parts = {"_node_qp": "qp", "gains": "lookahead", "_two_bag_gains": "lookahead"}
+    saved = {name: getattr(NodeEvaluation, name) for name in parts}
+
+    def timed(fn, key):
+        def run(*a, **k):
+            t = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                acc[key] = acc.get(key, 0.0) + time.process_time() - t
+        return run
+
+    for name, key in parts.items():
+        setattr(NodeEvaluation, name, timed(saved[name], key))
+    try:
+        yield acc
+    finally:
+        for name, fn in saved.items():
+            setattr(NodeEvaluation, name, fn)
 
 
 def main(argv=None):
@@ -33,7 +66,11 @@ def main(argv=None):
     ap.add_argument("--degree", type=int, default=2)
     ap.add_argument("--coef0", type=float, default=1.0)
     ap.add_argument("--solver", default="direct", help="direct (solve_bags) or a backend for misvm-kernel-bigm")
+    ap.add_argument("--split", action="store_true", help="CPU seconds in the node QPs and in the look-ahead (direct)")
     a = ap.parse_args(argv)
+    if a.split and a.solver != "direct":
+        raise SystemExit("--split: only with --solver direct")
+    limit = a.time_limit if a.time_limit else None
     from milopt.models import misvm_kernel_bigm as kb
     from milopt.numerics import bag_costs
 
@@ -44,7 +81,11 @@ def main(argv=None):
         from milopt.algorithms.bnb import solve_bags
 
         K = kb.gram_matrix(bags.X, None, a.kernel, gamma, a.degree, a.coef0)
-        out = solve_bags(bags, costs=bag_costs(bags, 1.0), kernel=K, time_limit=a.time_limit, **opts)
+        acc = {}
+        cpu = time.process_time()
+        with cpu_split(acc) if a.split else contextlib.nullcontext():
+            out = solve_bags(bags, costs=bag_costs(bags, 1.0), kernel=K, time_limit=limit, **opts)
+        cpu = time.process_time() - cpu
         term, obj, bound, nodes, secs = (out["termination"], out["objective"], out["bound"], out["nodes"],
                                          out["seconds"])
     else:
@@ -53,18 +94,26 @@ def main(argv=None):
 
         params = {"kernel": a.kernel, "gamma": gamma, "degree": a.degree, "coef0": a.coef0,
                   **{k: coerce(v) for k, v in opts.items()}}
-        out = run_solve("misvm-kernel-bigm", a.data, a.solver, time_limit=a.time_limit, params=params, bags=bags)
+        cpu = time.process_time()
+        out = run_solve("misvm-kernel-bigm", a.data, a.solver, time_limit=limit, params=params, bags=bags)
+        cpu = time.process_time() - cpu
         term, obj, bound, nodes, secs = (out["termination"], out["objective"], out["bound"], out["nodes"],
                                          out["wall_time"])
     gap = (obj - bound) / max(abs(obj), 1e-10) if obj is not None and bound is not None else float("inf")
     row = {"data": a.data, "kernel": a.kernel, "gamma": gamma, "solver": a.solver, "bags": bags.n_bags,
            "instances": bags.n_instances, "termination": str(term), "objective": obj, "bound": bound, "gap": gap,
-           "nodes": nodes, "seconds": secs}
+           "nodes": nodes, "seconds": secs, "cpu_seconds": cpu}
+    if a.split:
+        row.update({f"{k}_cpu_seconds": v for k, v in acc.items()})
+        row["lookahead_per_qp"] = acc.get("lookahead", 0.0) / max(acc.get("qp", 0.0), 1e-12)
     if a.json:
         print(json.dumps(row, indent=1))
     else:
         print(f"{a.data} {a.kernel} {a.solver}: {row['termination']} objective={obj:.7g} bound={bound:.7g} "
-              f"gap={100 * gap:.3f}% nodes={nodes} {secs:.1f} s")
+              f"gap={100 * gap:.3f}% nodes={nodes} {secs:.1f} s ({cpu:.1f} CPU s)")
+        if a.split:
+            print(f"node QPs {acc.get('qp', 0.0):.2f} CPU s, look-ahead {acc.get('lookahead', 0.0):.2f} CPU s "
+                  f"({row['lookahead_per_qp']:.2f} x the node QPs)")
     return 0
 
 

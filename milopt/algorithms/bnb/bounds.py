@@ -152,7 +152,7 @@ class NewtonLookahead:
 
     def __init__(self, cand, alpha, idx, y, F, caps, groups, krows, diag, msolve, X=None):
         cand = np.asarray(cand, dtype=np.int64)
-        self.cand, self.m = cand, cand.size
+        self.cand, self.m, self.idx = cand, cand.size, idx
         self.ok = False
         if self.m == 0 or idx.size == 0:
             return
@@ -176,33 +176,117 @@ class NewtonLookahead:
             self.kappa = np.einsum("dm,dm->m", Zd, Zd)
             self.Zd = Zd
         else:
-            self.KEE = krows(idx, idx)
-            self.Kcc = krows(cand, cand)
-            self.kappa = self._quad_kernel(dE, np.arange(self.m), np.ones(self.m))
-            self.Zd = None
+            self._kernel_init(krows, diag[cand])
         self.lin = yc * F[cand] + (yE * F[idx]) @ dE
         self.tstar = np.where((self.lin > 0) & (self.kappa > 1e-12), self.lin / np.maximum(self.kappa, 1e-12), 0.0)
         self.cap_c = caps[groups[cand]]
         gE = groups[idx]
-        self.starts = np.flatnonzero(np.r_[True, gE[1:] != gE[:-1]])      # idx sorted: groups contiguous
-        self.counts = np.diff(np.r_[self.starts, gE.size])
+        # idx sorted: groups contiguous
+        self.starts = np.concatenate(([0], np.flatnonzero(gE[1:] != gE[:-1]) + 1))
+        self.counts = np.diff(np.append(self.starts, gE.size))
         self.capE = caps[gE[self.starts]]
         self.pos = yE > 0
+        if self.KEE is not None:
+            self._kernel_groups()
         self.ok = True
 
-    def _quad_kernel(self, A, I, TI, J=None, TJ=None):
-        """(y∘a)ᵀK(y∘a) per column with the Gram matrix (a: A on E, TI on candidates I, TJ on J)."""
-        YY = self.yE[:, None] * A
-        yc = self.yc
-        q = (np.einsum("em,em->m", YY, self.KEE @ YY) + 2.0 * TI * yc[I] * np.einsum("em,em->m", self.KEc[:, I], YY)
-             + TI * TI * self.Kcc[I, I])
+    # ----------------------------------------------------------------- the Gram-matrix path
+    def _kernel_init(self, krows, kdiag):
+        r"""The kernel form's per-node products, formed once: :math:`K_{EE}`, the candidates'
+        diagonal, :math:`W = K_{EE}(y_E\circ d_E)` (one product for all candidates) and from it
+        the curvatures :math:`\kappa = v^\top W + 2 y_c K_{Ec}^\top v + K_{cc}`, v = y_E∘d_E."""
+        self.krows, self.kdiag = krows, kdiag
+        self.KEE = krows(self.idx, self.idx)
+        V = self.yE[:, None] * self.dE
+        self.V, self.W = V, self.KEE @ V
+        self.kappa = (np.einsum("em,em->m", V, self.W) + 2.0 * self.yc * np.einsum("em,em->m", self.KEc, V)
+                      + kdiag)
+        self.Zd = None
+
+    def _kernel_groups(self):
+        """Group structure of the effective rows for :meth:`_dual_kernel`: each row's group, the
+        0/1 group-membership matrix (group sums as one product) and each group's label (a bag's
+        rows share it)."""
+        nG = self.starts.size
+        self.grow = np.repeat(np.arange(nG), self.counts)
+        self.Gm = np.zeros((nG, self.grow.size))
+        self.Gm[self.grow, np.arange(self.grow.size)] = 1.0
+        self.gy = self.yE[self.starts]
+        self.gpos = self.gy > 0
+        self.gposf, self.gnegf = self.gpos.astype(float), (~self.gpos).astype(float)
+
+    def _dual_kernel(self, I, TI, J=None, TJ=None, kIJ=None):
+        r"""Exact D at the projected points α + TI d_I (+ TJ d_J) with the Gram matrix, one per
+        column (the same projection as :meth:`_dual`, in group form).
+
+        Clipping at zero gives :math:`A` (rows E); a bag's rows share its label, so with the
+        group sums :math:`s_g` (one product with the membership matrix), the cap scales
+        :math:`S_g` and the side factors :math:`f_g` (:math:`f_p` or :math:`f_n` by the bag's
+        label), the balance sums are :math:`\sum_{g\,\pm} S_g s_g`, :math:`\sum\alpha =
+        \sum_g f_g S_g s_g + T`, and the quadratic term is :math:`b^\top K_{EE} b + 2\beta_I
+        K_{EI}^\top b + \beta_I^2 K_{II}` (+ the J terms) with :math:`b = A\circ(y f S)_{g(e)}`,
+        β = y_c T: one product :math:`K_{EE}B` for all columns.  ``kIJ``: K between the two
+        candidates of each column."""
+        TI = np.minimum(TI, self.cap_c[I])
+        A = self.dE.take(I, axis=1)
+        A *= TI
+        A += self.aE[:, None]
+        pI = self.yc[I] > 0
+        sp, sn = np.where(pI, TI, 0.0), np.where(pI, 0.0, TI)
         if J is not None:
-            q += (2.0 * TJ * yc[J] * np.einsum("em,em->m", self.KEc[:, J], YY) + TJ * TJ * self.Kcc[J, J]
-                  + 2.0 * TI * TJ * yc[I] * yc[J] * self.Kcc[I, J])
-        return q
+            TJ = np.minimum(TJ, self.cap_c[J])
+            A += self.dE.take(J, axis=1) * TJ
+            pJ = self.yc[J] > 0
+            sp += np.where(pJ, TJ, 0.0)
+            sn += np.where(pJ, 0.0, TJ)
+        np.maximum(A, 0.0, out=A)
+        gs = self.Gm @ A
+        cap = self.capE[:, None]
+        S = np.where(gs > cap, cap / np.maximum(gs, 1e-300), 1.0)
+        gS = gs * S
+        sp += self.gposf @ gS
+        sn += self.gnegf @ gS
+        fp = np.where(sp > sn, sn / np.maximum(sp, 1e-300), 1.0)
+        fn = np.where(sn > sp, sp / np.maximum(sn, 1e-300), 1.0)
+        # y_g f_g S_g per group: the multipliers' signed scale
+        fy = np.where(self.gpos[:, None], fp, -fn)
+        fy *= S
+        tI = TI * np.where(pI, fp, fn)
+        bI = np.where(pI, tI, -tI)
+        total = self.gy @ (gs * fy) + tI
+        B = A
+        B *= fy.take(self.grow, axis=0)
+        cI = np.einsum("em,em->m", self.KEc.take(I, axis=1), B)
+        q = np.einsum("em,em->m", B, self.KEE @ B) + bI * (2.0 * cI + bI * self.kdiag[I])
+        if J is not None:
+            tJ = TJ * np.where(pJ, fp, fn)
+            bJ = np.where(pJ, tJ, -tJ)
+            total += tJ
+            cJ = np.einsum("em,em->m", self.KEc.take(J, axis=1), B)
+            q += bJ * (2.0 * cJ + bJ * self.kdiag[J]) + 2.0 * bI * bJ * kIJ
+        D = total - 0.5 * q
+        return np.where(np.isfinite(D), D, -np.inf)
+
+    def _best(self, I, steps_I, J=None, steps_J=None, kIJ=None):
+        """Best exact D over the trial step lengths (rows of ``steps_I`` / ``steps_J``): with the
+        Gram matrix all trial points in one evaluation (:meth:`_dual_kernel`; ``kIJ`` = K
+        between the candidates I[p] and J[p]), else one :meth:`_dual` per step length."""
+        best = np.full(I.size, -np.inf)
+        if self.KEE is None:
+            for k in range(len(steps_I)):
+                best = np.maximum(best, self._dual(I, steps_I[k], J, None if J is None else steps_J[k]))
+            return best
+        n = len(steps_I)
+        TI = np.concatenate(steps_I)
+        if J is None:
+            D = self._dual_kernel(np.tile(I, n), TI)
+        else:
+            D = self._dual_kernel(np.tile(I, n), TI, np.tile(J, n), np.concatenate(steps_J), np.tile(kIJ, n))
+        return np.maximum(best, D.reshape(n, I.size).max(axis=0))
 
     def _dual(self, I, TI, J=None, TJ=None):
-        """Exact D at the projected points α + TI d_I (+ TJ d_J), one per column."""
+        """Exact D at the projected points α + TI d_I (+ TJ d_J), one per column (linear
+        features; the Gram-matrix form is :meth:`_dual_kernel`)."""
         TI = np.minimum(TI, self.cap_c[I])
         A = self.aE[:, None] + self.dE[:, I] * TI[None, :]
         if J is not None:
@@ -227,25 +311,18 @@ class NewtonLookahead:
         if J is not None:
             TJ = TJ * np.where(yc[J] > 0, fp, fn)
             total += TJ
-        if self.KEE is None:
-            Z = self.XE.T @ (self.yE[:, None] * A) + (self.xc[I] * (TI * yc[I])[:, None]).T
-            if J is not None:
-                Z += (self.xc[J] * (TJ * yc[J])[:, None]).T
-            q = np.einsum("dm,dm->m", Z, Z)
-        else:
-            q = self._quad_kernel(A, I, TI, J, TJ)
+        Z = self.XE.T @ (self.yE[:, None] * A) + (self.xc[I] * (TI * yc[I])[:, None]).T
+        if J is not None:
+            Z += (self.xc[J] * (TJ * yc[J])[:, None]).T
+        q = np.einsum("dm,dm->m", Z, Z)
         D = total - 0.5 * q
         return np.where(np.isfinite(D), D, -np.inf)
 
     def single(self):
         """Best exact D over the step lengths :data:`NEWTON_STEPS` along each candidate's direction."""
-        best = np.full(self.m, -np.inf)
         if not self.ok:
-            return best
-        I = np.arange(self.m)
-        for c in NEWTON_STEPS:
-            best = np.maximum(best, self._dual(I, c * self.tstar))
-        return best
+            return np.full(self.m, -np.inf)
+        return self._best(np.arange(self.m), [c * self.tstar for c in NEWTON_STEPS])
 
     def pairs(self, I, J):
         """Best exact D of joint steps along the directions of candidates I[p] and J[p] (two
@@ -257,14 +334,17 @@ class NewtonLookahead:
         best = np.full(I.size, -np.inf)
         if not self.ok or I.size == 0:
             return best
+        kIJ = None
         if self.Zd is not None:
             kij = np.einsum("dp,dp->p", self.Zd[:, I], self.Zd[:, J])
         else:
-            QEE_dJ = self.yE[:, None] * (self.KEE @ (self.yE[:, None] * self.dE[:, J]))
-            QEc = self.KEc * self.yE[:, None] * self.yc[None, :]
-            kij = (np.einsum("ep,ep->p", self.dE[:, I], QEE_dJ) + np.einsum("ep,ep->p", self.dE[:, I], QEc[:, J])
-                   + np.einsum("ep,ep->p", QEc[:, I], self.dE[:, J])
-                   + self.yc[I] * self.yc[J] * self.Kcc[I, J])
+            # d_Iᵀ Q d_J from W = K_EE (y∘d_E), formed once per node
+            V, KEc, yc = self.V, self.KEc, self.yc
+            uI, iI = np.unique(I, return_inverse=True)
+            uJ, iJ = np.unique(J, return_inverse=True)
+            kIJ = self.krows(self.cand[uI], self.cand[uJ])[iI, iJ]
+            kij = (np.einsum("ep,ep->p", V[:, I], self.W[:, J]) + yc[J] * np.einsum("ep,ep->p", V[:, I], KEc[:, J])
+                   + yc[I] * np.einsum("ep,ep->p", KEc[:, I], V[:, J]) + yc[I] * yc[J] * kIJ)
         ki, kj, li, lj = self.kappa[I], self.kappa[J], self.lin[I], self.lin[J]
         det = ki * kj - kij * kij
         with np.errstate(all="ignore"):
@@ -273,9 +353,7 @@ class NewtonLookahead:
         joint = (det > 1e-12 * np.maximum(ki * kj, 1e-300)) & (ti > 0) & (tj > 0)
         ti = np.where(joint, ti, self.tstar[I])
         tj = np.where(joint, tj, 0.0)
-        for c in NEWTON_STEPS:
-            best = np.maximum(best, self._dual(I, c * ti, J, c * tj))
-        return best
+        return self._best(I, [c * ti for c in NEWTON_STEPS], J, [c * tj for c in NEWTON_STEPS], kIJ)
 
 
 def free_set_newton(alpha, idx, y, groups, caps, krows, X=None, zero=1e-9, ridge=1e-2, block=1e4):
