@@ -51,12 +51,39 @@ def test_the_local_search_is_interleaved_with_nodes(monkeypatch):
 
     monkeypatch.setattr(H, "interleaved_kick", spy)
     monkeypatch.setattr(H, "KICK_SLICE", 0.1)
-    out = solve_bags(musk_like(60), C=1.0, kick_seconds=1.0, mip_gap=1e-9, time_limit=6.0)
+    out = solve_bags(musk_like(60), C=1.0, kick_seconds=1.0, kick_patience=0, mip_gap=1e-9, time_limit=6.0)
     assert len(calls) >= 3, (calls, out["termination"], out["nodes"])
     assert calls[0][0] == 1                               # after the root
     assert calls[-1][0] > calls[0][0]                     # nodes between the slices
     assert calls[-1][1] <= len(calls)
     assert out["nodes"] >= calls[-1][0]
+
+
+def test_the_local_search_stops_when_it_stops_paying(monkeypatch):
+    """``kick_patience``: the interleaved slices and the periodic rounds stop after that many in
+    a row without a better incumbent, the slices' remaining seconds unused; without patience
+    (0) the same search runs every slice of ``kick_seconds`` and a round every time one is due."""
+    from milopt.algorithms.bnb.search import Search
+
+    bags = musk_like(60)
+    monkeypatch.setattr(H, "KICK_SLICE", 0.01)
+    calls = []
+    real_slice, real_round = H.interleaved_kick, Search.kick_round
+    monkeypatch.setattr(H, "interleaved_kick", lambda r: (calls.append("slice"), real_slice(r))[1])
+    monkeypatch.setattr(Search, "kick_round", lambda r, *a, **k: (calls.append("round"), real_round(r, *a, **k))[1])
+
+    def run(patience):
+        calls.clear()
+        out = solve_bags(bags, C=1.0, kick_seconds=30.0, kick_every=5, kick_patience=patience, mip_gap=1e-9,
+                         node_limit=40, restarts=2, anneal=2)
+        return list(calls), out
+
+    seen, out = run(2)
+    # more than two only while the incumbent still improves (each improvement re-arms them)
+    assert 1 <= len(seen) <= 2 + len(out["trajectory"]), (seen, out["trajectory"])
+    seen0, out0 = run(0)
+    assert seen0.count("slice") >= 6 and len(seen0) > len(seen) + 3, (seen0, seen)
+    assert out["nodes"] > 5 and out0["nodes"] > 5
 
 
 def test_engine_alternation_starts_match_the_coordinate_descent():

@@ -386,9 +386,12 @@ class Search:
         if "dive" in res:
             s.heuristic_seconds += res.get("dive_seconds", 0.0)
             v, c, b = res["dive"]
-            if (self.offer(c, b, "dive", ph=(v, b)) and self.swapper is not None and self.budget_ok()
-                    and time.perf_counter() < self.deadline):
-                self.polish(None, "dive")
+            if self.offer(c, b, "dive", ph=(v, b)):
+                self.rearm()
+                if self.swapper is not None and self.budget_ok() and time.perf_counter() < self.deadline:
+                    self.polish(None, "dive")
+        if improved:
+            self.rearm()
         if improved and self.budget_ok() and time.perf_counter() < self.deadline:
             self.polish(res["raw"], "node")
         if res["action"] == "close" or self.closes(res["bound"]):
@@ -469,6 +472,27 @@ class Search:
         found = r is not None and self.offer(r[1], r[2], "kick")
         s.kick_gap = self.opts.kick_every if found else 2 * s.kick_gap
         s.next_kick = s.nodes + s.kick_gap
+        self.local_search_paid(found)
+
+    def local_search_paid(self, improved):
+        """Book a slice (:func:`.heuristics.interleaved_kick`) or round (:meth:`kick_round`) of
+        the iterated local search: after ``kick_patience`` in a row that did not improve the
+        incumbent both stop (the slices' remaining seconds are dropped, no further round is
+        scheduled) and the time goes to the nodes; :meth:`rearm` schedules rounds again."""
+        s, patience = self.s, self.opts.kick_patience
+        s.kick_idle = 0 if improved else s.kick_idle + 1
+        if patience and s.kick_idle >= patience:
+            s.early[0] = 0.0
+            s.next_kick = math.inf
+
+    def rearm(self):
+        """A better incumbent found by the tree (a node's relaxation or a dive): the periodic
+        rounds of the local search start again from it (interval ``kick_every``)."""
+        s = self.s
+        s.kick_idle = 0
+        if self.opts.kick_every and s.next_kick == math.inf:
+            s.kick_gap = self.opts.kick_every
+            s.next_kick = s.nodes + s.kick_gap
 
     def kick_round(self, length=1.0, first=False):
         """``length`` seconds of the iterated local search from the incumbent: in a worker
