@@ -170,6 +170,7 @@ class NewtonLookahead:
         self.yE, self.yc, self.aE, self.dE, self.KEc = yE, yc, aE, dE, KEc
         if X is not None:
             self.XE, self.xc = X[idx], X[cand]
+            self.yXt = (self.XE * yE[:, None]).T           # (y∘X)_Eᵀ, d × |E|
             self.KEE = None
             # features of every direction (E part and the candidate's unit step): κ and cross terms
             Zd = self.XE.T @ (yE[:, None] * dE) + (self.xc * yc[:, None]).T
@@ -228,7 +229,7 @@ class NewtonLookahead:
             TJ = TJ * np.where(yc[J] > 0, fp, fn)
             total += TJ
         if self.KEE is None:
-            Z = self.XE.T @ (self.yE[:, None] * A) + (self.xc[I] * (TI * yc[I])[:, None]).T
+            Z = self.yXt @ A + (self.xc[I] * (TI * yc[I])[:, None]).T
             if J is not None:
                 Z += (self.xc[J] * (TJ * yc[J])[:, None]).T
             q = np.einsum("dm,dm->m", Z, Z)
@@ -242,10 +243,10 @@ class NewtonLookahead:
         best = np.full(self.m, -np.inf)
         if not self.ok:
             return best
-        I = np.arange(self.m)
-        for c in NEWTON_STEPS:
-            best = np.maximum(best, self._dual(I, c * self.tstar))
-        return best
+        # the step lengths as one batch of columns (one product for all of them)
+        k = len(NEWTON_STEPS)
+        D = self._dual(np.tile(np.arange(self.m), k), np.concatenate([c * self.tstar for c in NEWTON_STEPS]))
+        return np.maximum(best, D.reshape(k, self.m).max(axis=0))
 
     def pairs(self, I, J):
         """Best exact D of joint steps along the directions of candidates I[p] and J[p] (two
@@ -273,9 +274,10 @@ class NewtonLookahead:
         joint = (det > 1e-12 * np.maximum(ki * kj, 1e-300)) & (ti > 0) & (tj > 0)
         ti = np.where(joint, ti, self.tstar[I])
         tj = np.where(joint, tj, 0.0)
-        for c in NEWTON_STEPS:
-            best = np.maximum(best, self._dual(I, c * ti, J, c * tj))
-        return best
+        k = len(NEWTON_STEPS)
+        D = self._dual(np.tile(I, k), np.concatenate([c * ti for c in NEWTON_STEPS]), np.tile(J, k),
+                       np.concatenate([c * tj for c in NEWTON_STEPS]))
+        return np.maximum(best, D.reshape(k, I.size).max(axis=0))
 
 
 def free_set_newton(alpha, idx, y, groups, caps, krows, X=None, zero=1e-9, ridge=1e-2, block=1e4):
