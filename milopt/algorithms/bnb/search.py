@@ -47,6 +47,10 @@ from .state import SearchState
 
 #: low-rank (Woodbury) interior-point Newton systems when features ≤ this share of the effective set
 LOWRANK_RATIO = 0.5
+#: rounds of the periodic local search (option ``kick_every``) in a row without a better incumbent
+#: after which no further round is scheduled until the tree improves the incumbent (with
+#: ``kick_patience`` 0: never stopped)
+ROUND_PATIENCE = 2
 
 
 def relative_gap(ub, lb):
@@ -486,21 +490,20 @@ class Search:
         self.local_search_paid(found)
 
     def local_search_paid(self, improved):
-        """Book a slice (:func:`.heuristics.interleaved_kick`) or round (:meth:`kick_round`) of
-        the iterated local search: after ``kick_patience`` in a row that did not improve the
-        incumbent both stop (the slices' remaining seconds are dropped, no further round is
-        scheduled) and the time goes to the nodes; :meth:`rearm` schedules rounds again."""
-        s, patience = self.s, self.opts.kick_patience
-        s.kick_idle = 0 if improved else s.kick_idle + 1
-        if patience and s.kick_idle >= patience:
-            s.early[0] = 0.0
+        """Book a round (:meth:`kick_round`) of the iterated local search: after
+        :data:`ROUND_PATIENCE` rounds in a row that did not improve the incumbent no further
+        round is scheduled (the interval had doubled each time); :meth:`rearm` schedules them
+        again."""
+        s = self.s
+        s.round_idle = 0 if improved else s.round_idle + 1
+        if self.opts.kick_patience and s.round_idle >= ROUND_PATIENCE:
             s.next_kick = math.inf
 
     def rearm(self):
         """A better incumbent found by the tree (a node's relaxation or a dive): the periodic
         rounds of the local search start again from it (interval ``kick_every``)."""
         s = self.s
-        s.kick_idle = 0
+        s.round_idle = 0
         if self.opts.kick_every and s.next_kick == math.inf:
             s.kick_gap = self.opts.kick_every
             s.next_kick = s.nodes + s.kick_gap
