@@ -243,10 +243,10 @@ class NewtonLookahead:
         best = np.full(self.m, -np.inf)
         if not self.ok:
             return best
-        # the step lengths as one batch of columns (one product for all of them)
-        k = len(NEWTON_STEPS)
-        D = self._dual(np.tile(np.arange(self.m), k), np.concatenate([c * self.tstar for c in NEWTON_STEPS]))
-        return np.maximum(best, D.reshape(k, self.m).max(axis=0))
+        I = np.arange(self.m)
+        for c in NEWTON_STEPS:
+            best = np.maximum(best, self._dual(I, c * self.tstar))
+        return best
 
     def pairs(self, I, J):
         """Best exact D of joint steps along the directions of candidates I[p] and J[p] (two
@@ -274,10 +274,9 @@ class NewtonLookahead:
         joint = (det > 1e-12 * np.maximum(ki * kj, 1e-300)) & (ti > 0) & (tj > 0)
         ti = np.where(joint, ti, self.tstar[I])
         tj = np.where(joint, tj, 0.0)
-        k = len(NEWTON_STEPS)
-        D = self._dual(np.tile(I, k), np.concatenate([c * ti for c in NEWTON_STEPS]), np.tile(J, k),
-                       np.concatenate([c * tj for c in NEWTON_STEPS]))
-        return np.maximum(best, D.reshape(k, I.size).max(axis=0))
+        for c in NEWTON_STEPS:
+            best = np.maximum(best, self._dual(I, c * ti, J, c * tj))
+        return best
 
 
 def free_set_newton(alpha, idx, y, groups, caps, krows, X=None, zero=1e-9, ridge=1e-2, block=1e4):
