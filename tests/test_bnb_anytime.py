@@ -1,6 +1,7 @@
 """Anytime behaviour of the MI-SVM branch and bound: the starts by value per second, the
 iterated local search interleaved with the search in resumable slices, the CPU trajectory."""
 import math
+import sys
 import time
 
 import numpy as np
@@ -51,12 +52,51 @@ def test_the_local_search_is_interleaved_with_nodes(monkeypatch):
 
     monkeypatch.setattr(H, "interleaved_kick", spy)
     monkeypatch.setattr(H, "KICK_SLICE", 0.1)
-    out = solve_bags(musk_like(60), C=1.0, kick_seconds=1.0, mip_gap=1e-9, time_limit=6.0)
+    out = solve_bags(musk_like(60), C=1.0, kick_seconds=1.0, kick_patience=0, mip_gap=1e-9, time_limit=6.0)
     assert len(calls) >= 3, (calls, out["termination"], out["nodes"])
     assert calls[0][0] == 1                               # after the root
     assert calls[-1][0] > calls[0][0]                     # nodes between the slices
     assert calls[-1][1] <= len(calls)
     assert out["nodes"] >= calls[-1][0]
+
+
+def test_the_local_search_stops_when_it_stops_paying(monkeypatch):
+    """``kick_patience``: the interleaved local search ends after that many kicks in a row
+    without a better incumbent (the rest of ``kick_seconds`` unused) and the periodic rounds
+    after ``ROUND_PATIENCE`` fruitless ones; without patience (0) the same search kicks on."""
+    from milopt.algorithms.bnb import search as S
+
+    bags = musk_like(60)
+    monkeypatch.setattr(H, "KICK_SLICE", 0.01)
+    kicks, rounds = [], []
+    real_steps, real_round = H.kick_steps, S.Search.kick_round
+
+    def steps(*a, **k):
+        inside = sys._getframe(1).f_code.co_name == "interleaved_kick"   # not a periodic round
+
+        def gen():
+            for v in real_steps(*a, **k):
+                if inside:
+                    kicks.append(v[0])
+                yield v
+        return gen()
+
+    monkeypatch.setattr(H, "kick_steps", steps)
+    monkeypatch.setattr(S.Search, "kick_round", lambda r, *a, **k: (rounds.append(r.s.nodes), real_round(r, *a, **k))[1])
+
+    def run(patience):
+        kicks.clear()
+        rounds.clear()
+        out = solve_bags(bags, C=1.0, kick_seconds=30.0, kick_every=4, kick_patience=patience, mip_gap=1e-9,
+                         node_limit=40, restarts=2, anneal=2, heuristic_share=1.0)
+        return len(kicks), len(rounds), out
+
+    k5, r5, out = run(5)
+    better = len(out["trajectory"])       # each better incumbent may restart the count
+    assert 1 <= k5 <= 5 * (better + 1), (k5, out["trajectory"])
+    assert r5 <= S.ROUND_PATIENCE + better, r5
+    k0, r0, out0 = run(0)
+    assert k0 > k5 + 10 and r0 > r5, (k0, k5, r0, r5)
 
 
 def test_engine_alternation_starts_match_the_coordinate_descent():

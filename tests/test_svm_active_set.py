@@ -70,6 +70,9 @@ def test_both_forms_agree():
     v = solve_group_dual_active_set(y, g, caps, a0, V=V)
     assert k["converged"] and v["converged"] and k["iterations"] == v["iterations"]
     np.testing.assert_allclose(k["alpha"], v["alpha"], atol=1e-9)
+    # the signed kernel given instead of K: the same iterates, bit for bit
+    q = solve_group_dual_active_set(y, g, caps, a0, Q=(V @ V.T) * np.outer(y, y))
+    assert q["iterations"] == k["iterations"] and np.array_equal(q["alpha"], k["alpha"])
 
 
 def test_failure_is_reported_not_hidden():
@@ -91,3 +94,5 @@ def test_needs_exactly_one_matrix():
         solve_group_dual_active_set(y, g, caps, np.ones(20))
     with pytest.raises(ValueError):
         solve_group_dual_active_set(y, g, caps, np.ones(20), K=V @ V.T, V=V)
+    with pytest.raises(ValueError):
+        solve_group_dual_active_set(y, g, caps, np.ones(20), K=V @ V.T, Q=V @ V.T)

@@ -42,7 +42,7 @@ __all__ = ["solve_group_dual_active_set"]
 
 
 def solve_group_dual_active_set(y, groups, caps, alpha0, K=None, V=None, max_iter=200, zero=1e-6, max_free=None,
-                                max_release=5):
+                                max_release=5, Q=None):
     """Solve the grouped-slack SVM dual by the primal-dual active-set method.
 
     Parameters
@@ -58,6 +58,9 @@ def solve_group_dual_active_set(y, groups, caps, alpha0, K=None, V=None, max_ite
     V : ndarray (n, d), optional
         Instead of K, its factor K = V Vᵀ (linear kernel): one iteration then costs O(n d) besides
         the factorisation, and K is never formed.
+    Q : ndarray (n, n), optional
+        Instead of K, the signed kernel Q = (y yᵀ)∘K itself (a caller that solves
+        many problems on rows of one kernel forms it once and gathers its rows).
     max_iter : int
     max_free : int, optional
         Give up (``converged`` False) when a guess frees more multipliers than this: the
@@ -72,10 +75,12 @@ def solve_group_dual_active_set(y, groups, caps, alpha0, K=None, V=None, max_ite
     g = np.asarray(groups, dtype=np.int64)
     c = np.asarray(caps, dtype=float)
     n, G = y.size, c.size
-    if (K is None) == (V is None):
-        raise ValueError("give exactly one of K and V")
+    if (K is not None) + (V is not None) + (Q is not None) != 1:
+        raise ValueError("give exactly one of K, V and Q")
     if K is not None:
         Q = np.asarray(K, dtype=float) * np.outer(y, y)
+    if Q is not None:
+        Q = np.asarray(Q, dtype=float)
         qdiag = np.diag(Q)
     else:
         U = np.asarray(V, dtype=float) * y[:, None]
@@ -95,8 +100,9 @@ def solve_group_dual_active_set(y, groups, caps, alpha0, K=None, V=None, max_ite
         f = F.size
         if max_free is not None and f > max_free:
             return _result(alpha, nu, it, False, F, sat)
-        if K is not None:
-            QFF = Q[np.ix_(F, F)]
+        if Q is not None:
+            QF = Q.take(F, 1)
+            QFF = QF.take(F, 0)
         else:
             UF = U[F]
             QFF = UF @ UF.T
@@ -114,7 +120,7 @@ def solve_group_dual_active_set(y, groups, caps, alpha0, K=None, V=None, max_ite
         nu = float(sol[f])
         lam = np.zeros(G)
         lam[Sg] = sol[f + 1:]
-        Qa = Q[:, F] @ alpha[F] if K is not None else U @ (UF.T @ alpha[F])
+        Qa = QF @ alpha[F] if Q is not None else U @ (UF.T @ alpha[F])
         z = Qa - 1.0 + y * nu + lam[g]
         gsum = np.bincount(g, weights=alpha, minlength=G)
         # violations of the guesses: z < 0 on Z, α < 0 off Z, λ < 0 on S, sums above the caps off S

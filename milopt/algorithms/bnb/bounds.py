@@ -170,6 +170,7 @@ class NewtonLookahead:
         self.yE, self.yc, self.aE, self.dE, self.KEc = yE, yc, aE, dE, KEc
         if X is not None:
             self.XE, self.xc = X[idx], X[cand]
+            self.yXt = (self.XE * yE[:, None]).T           # (y∘X)_Eᵀ, d × |E|
             self.KEE = None
             # features of every direction (E part and the candidate's unit step): κ and cross terms
             Zd = self.XE.T @ (yE[:, None] * dE) + (self.xc * yc[:, None]).T
@@ -311,7 +312,7 @@ class NewtonLookahead:
         if J is not None:
             TJ = TJ * np.where(yc[J] > 0, fp, fn)
             total += TJ
-        Z = self.XE.T @ (self.yE[:, None] * A) + (self.xc[I] * (TI * yc[I])[:, None]).T
+        Z = self.yXt @ A + (self.xc[I] * (TI * yc[I])[:, None]).T
         if J is not None:
             Z += (self.xc[J] * (TJ * yc[J])[:, None]).T
         q = np.einsum("dm,dm->m", Z, Z)

@@ -161,8 +161,12 @@ class NodeEvaluation:
         wit = node.wit
         unres = np.flatnonzero(wit < 0)
         ub_bags = self.pos_bags[unres]
-        cand = np.concatenate([np.arange(self.ptr[I], self.ptr[I + 1]) for I in ub_bags])
-        owner = np.repeat(np.arange(unres.size), self.sizes[ub_bags])
+        # the rows of the unresolved bags, in row order (bags are contiguous and sorted)
+        slot = np.full(self.B, -1)
+        slot[ub_bags] = np.arange(unres.size)
+        owner = slot[self.bag_of]
+        cand = np.flatnonzero(owner >= 0)
+        owner = owner[cand]
         if node.out is not None:
             keep = ~node.out[cand]
             cand, owner = cand[keep], owner[keep]

@@ -41,6 +41,10 @@ PARAMS = ParamSet(
     kick_seconds=Float(10.0, "seconds of iterated local search (random witness kicks, then the alternation) from "
                              "the best start, interleaved with the search in one-second slices (with workers: in a "
                              "worker beside it)", ge=0),
+    kick_patience=Int(200, "the starts' iterated local search inside the search ends, the rest of its kick_seconds "
+                           "unused, after this many kicks in a row without a better incumbent; the kick_every rounds "
+                           "stop after two in a row that found nothing, until the tree improves the incumbent "
+                           "(0: neither stops early)", ge=0),
     kick_size=Int(3, "largest number of bags kicked at once by the iterated local search", ge=1),
     kick_every=Int(100, "a one-second round of the iterated local search from the incumbent after k nodes, the "
                         "interval doubling after each round that finds nothing (0: never)", ge=0),
@@ -68,8 +72,8 @@ LIMITS = ParamSet(
 
 #: the keys of :data:`PARAMS` that the search itself reads (the others configure the engine, see
 #: :func:`engine_options`, or the starting heuristics of ``solve_bags``)
-SEARCH_KEYS = ("node_limit", "seed", "swap", "kick_size", "kick_every", "dive_every", "heuristic_share",
-               "log_every", "workers", "batch", "scheduler")
+SEARCH_KEYS = ("node_limit", "seed", "swap", "kick_patience", "kick_size", "kick_every", "dive_every",
+               "heuristic_share", "log_every", "workers", "batch", "scheduler")
 
 #: the keys of :data:`PARAMS` that configure the engine (node QP, look-ahead, branching rule), and
 #: the keyword argument of :class:`MISVMBranchAndBound` each one is

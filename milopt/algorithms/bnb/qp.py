@@ -91,7 +91,7 @@ class ActiveSetQP:
                 if eng.kernel or (eng.dense and idx.size <= IPM_MAX):
                     if idx.size > DENSE_MAX:
                         return None   # a kernel block too large to gather at every node
-                    r = solve_group_dual_active_set(yE, ginv, eng.costs[gi], alpha0[idx], K=eng.Krows(idx, idx),
+                    r = solve_group_dual_active_set(yE, ginv, eng.costs[gi], alpha0[idx], Q=eng.Qrows(idx),
                                                     max_free=IPM_MAX)
                 else:
                     r = solve_group_dual_active_set(yE, ginv, eng.costs[gi], alpha0[idx], V=eng.X[idx],

@@ -47,6 +47,10 @@ from .state import SearchState
 
 #: low-rank (Woodbury) interior-point Newton systems when features ≤ this share of the effective set
 LOWRANK_RATIO = 0.5
+#: rounds of the periodic local search (option ``kick_every``) in a row without a better incumbent
+#: after which no further round is scheduled until the tree improves the incumbent (with
+#: ``kick_patience`` 0: never stopped)
+ROUND_PATIENCE = 2
 
 
 def relative_gap(ub, lb):
@@ -165,6 +169,15 @@ class MISVMBranchAndBound(NodeEvaluation):
         if self.dense:
             return self.K.take(rows, axis=0).take(cols, axis=1)
         return self.X[rows] @ self.X[cols].T
+
+    def Qrows(self, rows):
+        """The signed kernel block (yyᵀ∘K) on ``rows`` × ``rows`` (from one signed copy of a
+        dense K, formed on first use)."""
+        if not self.dense:
+            return self.Krows(rows, rows) * np.outer(self.y[rows], self.y[rows])
+        if getattr(self, "_Q", None) is None:
+            self._Q = self.K * np.outer(self.y, self.y)
+        return self._Q[np.ix_(rows, rows)]
 
     def phi_raw(self, raw, norm2):
         """(Φ, b*) for scores ``raw`` = K coef and ‖w‖² = ``norm2``."""
@@ -387,9 +400,12 @@ class Search:
         if "dive" in res:
             s.heuristic_seconds += res.get("dive_seconds", 0.0)
             v, c, b = res["dive"]
-            if (self.offer(c, b, "dive", ph=(v, b)) and self.swapper is not None and self.budget_ok()
-                    and time.perf_counter() < self.deadline):
-                self.polish(None, "dive")
+            if self.offer(c, b, "dive", ph=(v, b)):
+                self.rearm()
+                if self.swapper is not None and self.budget_ok() and time.perf_counter() < self.deadline:
+                    self.polish(None, "dive")
+        if improved:
+            self.rearm()
         if improved and self.budget_ok() and time.perf_counter() < self.deadline:
             self.polish(res["raw"], "node")
         if res["action"] == "close" or self.closes(res["bound"]):
@@ -470,6 +486,26 @@ class Search:
         found = r is not None and self.offer(r[1], r[2], "kick")
         s.kick_gap = self.opts.kick_every if found else 2 * s.kick_gap
         s.next_kick = s.nodes + s.kick_gap
+        self.local_search_paid(found)
+
+    def local_search_paid(self, improved):
+        """Book a round (:meth:`kick_round`) of the iterated local search: after
+        :data:`ROUND_PATIENCE` rounds in a row that did not improve the incumbent no further
+        round is scheduled (the interval had doubled each time); :meth:`rearm` schedules them
+        again."""
+        s = self.s
+        s.round_idle = 0 if improved else s.round_idle + 1
+        if self.opts.kick_patience and s.round_idle >= ROUND_PATIENCE:
+            s.next_kick = math.inf
+
+    def rearm(self):
+        """A better incumbent found by the tree (a node's relaxation or a dive): the periodic
+        rounds of the local search start again from it (interval ``kick_every``)."""
+        s = self.s
+        s.round_idle = 0
+        if self.opts.kick_every and s.next_kick == math.inf:
+            s.kick_gap = self.opts.kick_every
+            s.next_kick = s.nodes + s.kick_gap
 
     def kick_round(self, length=1.0, first=False):
         """``length`` seconds of the iterated local search from the incumbent: in a worker

@@ -33,8 +33,10 @@ class SearchState:
     the time spent in primal heuristics; the iterated local search's schedule (``kicks`` run,
     ``next_kick`` at that node count, ``kick_gap`` the current interval, ``pending`` a round
     running in a worker; ``early``: the starts' local search interleaved with a serial search,
-    :func:`.heuristics.interleaved_kick`); ``trajectory_cpu``: the process CPU seconds of each
-    trajectory entry; the recorded ``history`` and when it and the log were last written.
+    :func:`.heuristics.interleaved_kick`; ``kick_idle``: its kicks since the incumbent last
+    improved, ``kick_mark`` that incumbent, ``kick_slices`` its slices so far; ``round_idle``:
+    the periodic rounds in a row that did not improve it); ``trajectory_cpu``: the process CPU
+    seconds of each trajectory entry; the recorded ``history`` and when it and the log were last written.
     """
 
     queue: NodeQueue = field(default_factory=NodeQueue)
@@ -55,6 +57,10 @@ class SearchState:
     kick_gap: int = 0
     pending: object = None
     early: list = field(default_factory=lambda: [0.0, 0.0, 0, 0.0, None])
+    kick_idle: int = 0
+    round_idle: int = 0
+    kick_slices: int = 0
+    kick_mark: float = math.inf
     history: list = field(default_factory=list)
     last_history: float = -math.inf
     last_log: float = -math.inf
