@@ -43,8 +43,10 @@ run): the wall seconds from submitting a round (one task per worker, as
 nodes, less the slowest worker's own evaluation seconds (timed inside the task).  A least-squares
 line through the batches gives the fixed cost of a round (``latency``, its intercept) and the
 cost per node (``per_node``, its slope); the no-op round is printed beside it, with the master's
-CPU seconds per round and the pickled bytes of a node and of its result (what is shipped per
-node).  These are wall seconds of a shared machine (the load is printed): on a loaded machine
+CPU seconds per round and per node (a line through the batches) and the pickled bytes of a node
+and of its result (what is shipped per node).  The replay then charges the round its fixed cost
+(``--latency``), the master its CPU seconds per node (``--per-node``, serial) and each worker the
+rest of the measured per-node slope for each node of its chunk (``--worker-per-node``, parallel).  These are wall seconds of a shared machine (the load is printed): on a loaded machine
 the processes wait for a core, so they are upper bounds of an idle one.
 
 Usage::
@@ -204,7 +206,7 @@ def measure_dask(engine, nodes, workers=2, sizes=(2, 4, 8, 16, 32), repeats=5, s
             "node_bytes": float(np.mean(node_bytes)), "result_bytes": float(np.mean(res_bytes)), "rounds": rows}
 
 
-def replay(trace, workers, batch=0, latency=0.0, per_node=0.0, abs_gap=1e-9):
+def replay(trace, workers, batch=0, latency=0.0, per_node=0.0, abs_gap=1e-9, worker_per_node=0.0):
     """The predicted wall of the master/worker search on the recorded tree (see the module
     docstring): a dict of seconds and counts."""
     nodes = trace["nodes"]
@@ -239,7 +241,8 @@ def replay(trace, workers, batch=0, latency=0.0, per_node=0.0, abs_gap=1e-9):
             break
         rounds += 1
         popped += len(batch_nodes)
-        cost = [nodes[i]["eval"] if nodes[i]["eval"] is not None else mean_eval for i in batch_nodes]
+        cost = [(nodes[i]["eval"] if nodes[i]["eval"] is not None else mean_eval) + worker_per_node
+                for i in batch_nodes]
         w = min(workers, len(cost))
         cuts = [len(cost) * j // w for j in range(w + 1)]
         makespan = max(sum(cost[cuts[j]:cuts[j + 1]]) for j in range(w))
@@ -273,6 +276,8 @@ def main(argv=None):
     ap.add_argument("--workers", default="1,2,8,32,128")
     ap.add_argument("--latency", type=float, default=0.01, help="fixed seconds per round")
     ap.add_argument("--per-node", type=float, default=0.0005, help="master seconds per node shipped and booked")
+    ap.add_argument("--worker-per-node", type=float, default=0.0,
+                    help="a worker's seconds per node received and its result sent (added to its evaluation)")
     ap.add_argument("--set", nargs="*", default=["kick_seconds=0"], metavar="KEY=VALUE",
                     help="bnb options of the recorded run (default kick_seconds=0: no local search in the master)")
     ap.add_argument("--dask-measure", action="store_true",
@@ -290,7 +295,10 @@ def main(argv=None):
         engine, nodes = collect_nodes(standardize(load_instance(a.data, 0)))
         measured = measure_dask(engine, nodes)
         measured["load"] = [load0, os.getloadavg()[0]]
-        a.latency, a.per_node = measured["latency"], measured["per_node"]
+        # the round's fixed cost: the intercept; per node: the master's CPU (serial), and the rest of
+        # the measured slope on the worker's side (in parallel)
+        a.latency, a.per_node = measured["latency"], measured["master_cpu_per_node"]
+        a.worker_per_node = max(0.0, measured["per_node"] - measured["master_cpu_per_node"])
         if not a.json:
             m = measured
             print(f"dask LocalCluster, 2 workers, {a.data} (load {m['load'][0]:.1f} → {m['load'][1]:.1f}): no-op round "
@@ -318,12 +326,14 @@ def main(argv=None):
         with open(a.save, "w") as fh:
             json.dump(trace, fh)
     serial = replay(trace, 1)
-    rows = [replay(trace, int(w), latency=a.latency, per_node=a.per_node) for w in a.workers.split(",") if w]
+    rows = [replay(trace, int(w), latency=a.latency, per_node=a.per_node, worker_per_node=a.worker_per_node)
+            for w in a.workers.split(",") if w]
     for r in rows:
         r["speedup"] = serial["wall"] / r["wall"] if r["wall"] > 0 else math.nan
     if a.json:
         print(json.dumps({"trace": {kk: v for kk, v in trace.items() if kk != "nodes"}, "serial": serial,
-                          "rows": rows, "latency": a.latency, "per_node": a.per_node, "dask_measured": measured}))
+                          "rows": rows, "latency": a.latency, "per_node": a.per_node,
+                          "worker_per_node": a.worker_per_node, "dask_measured": measured}))
         return 0
     ev = [n["eval"] for n in trace["nodes"] if n["eval"] is not None]
     ms = [n["master"] for n in trace["nodes"] if n["eval"] is not None]
@@ -331,7 +341,8 @@ def main(argv=None):
           f"{len(trace['nodes'])} created, serial run {trace['serial_seconds']:.1f} s CPU, "
           f"{trace.get('serial_wall', math.nan):.1f} s wall (starts {trace['starts_seconds']:.1f} s CPU), load {trace.get('load', ['?'])[0]}; node evaluation mean "
           f"{1e3 * sum(ev) / max(1, len(ev)):.1f} ms, master mean {1e3 * sum(ms) / max(1, len(ms)):.1f} ms per node")
-    print(f"replay: latency {a.latency:g} s per round, {a.per_node:g} s per node; serial replay {serial['wall']:.1f} s")
+    print(f"replay: latency {a.latency:g} s per round, {a.per_node:g} s per node in the master, "
+          f"{a.worker_per_node:g} s per node in a worker; serial replay {serial['wall']:.1f} s")
     print(f"{'workers':>7} {'batch':>6} {'wall s':>8} {'speed-up':>8} {'rounds':>7} {'nodes/rd':>8} {'busy':>6} "
           f"{'extra':>6}  starts / master / latency / workers (s)")
     for r in rows:
