@@ -5,12 +5,22 @@ started from the previous C's optimum, each step timed) and, for comparison, :fu
 on its own; features standardised, kent-yu costs.  Printed per C and mode: termination,
 objective, bound, nodes, CPU seconds (process time: comparable on a loaded machine) and wall
 seconds, and the CPU seconds at which the incumbent first came within 0.01 % of the final
-objective; then the check v(C1) <= v(C2) <= (C2 / C1) v(C1) on neighbouring certified optima.
+objective; then the check v(C1) <= v(C2) <= (C2 / C1) v(C1) on neighbouring certified optima.  The path
+runs the full start schedule at its first C and :data:`milopt.algorithms.bnb.PATH_STEP` after it.
+
+``--tune``: nested cross-validation over the C grid with the exact solver
+(``milopt.runner.run_fit("misvm-bigm", params={"solver": "bnb"}, cv=--cv, tune={"C": Cs},
+inner_cv=--inner)``, what ``milopt fit misvm-bigm --set solver=bnb --cv K --tune C=...`` runs)
+twice in one process: with every inner fit independent, then with the grid of each inner
+training set solved as a path (``milopt.solvers.bnb.c_path``).  Printed: CPU seconds of each,
+their ratio, the warm-started fits, and whether the chosen C, the inner scores and the outer
+objectives and test metrics are the same.
 
 Usage::
 
     python benchmarks/bnb_cpath.py --data nested:musk1:40 --Cs 0.1,0.3,1,3
     python benchmarks/bnb_cpath.py --data musk1 --Cs 0.3,1 --time-limit 120 --json
+    nice python benchmarks/bnb_cpath.py --tune --data 'gen:subset?data=musk1&bags=40&seed=0' --cv 3 --Cs 0.1,0.3,1,3
 """
 from __future__ import annotations
 
@@ -28,6 +38,68 @@ def _row(mode, C, out, cpu, wall):
             "nodes": int(out["nodes"]), "cpu": cpu, "wall": wall, "incumbent_cpu": near}
 
 
+def _tuned(res):
+    """What a nested CV decides: per fold the chosen values, the inner scores, the objective and
+    the test metrics."""
+    keep = ("tuned", "tune_scores", "objective", "bound", "termination", "bag_auc", "bag_accuracy")
+    return [{k: f.get(k) for k in keep} for f in res["folds"]]
+
+
+def _same(a, b, rel=1e-6):
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k], rel) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_same(x, y, rel) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= rel * max(1.0, abs(a))
+    return a == b
+
+
+def main_tune(a, bags):
+    """Nested CV over the C grid with the exact solver: independent inner fits, then the path."""
+    import contextlib
+
+    import milopt.solvers.bnb as bnb_backend
+    from milopt.runner import run_fit
+
+    load0 = os.getloadavg()[0]
+    Cs = [float(c) for c in a.Cs.split(",") if c]
+    params = {"solver": "bnb"}
+    if a.time_limit is not None:
+        params["time_limit"] = a.time_limit
+    runs = {}
+    real = bnb_backend.c_path
+    for mode in ("independent", "path"):
+
+        @contextlib.contextmanager
+        def independent():     # a block that never starts a path: every inner fit on its own
+            yield {"solves": 0, "warm": 0}
+
+        bnb_backend.c_path = independent if mode == "independent" else real
+        try:
+            c0, w0 = time.process_time(), time.perf_counter()
+            res = run_fit("misvm-bigm", a.data, params=params, cv=a.cv, seed=a.seed, bags=bags, tune={"C": Cs},
+                          inner_cv=a.inner)
+            runs[mode] = {"cpu": time.process_time() - c0, "wall": time.perf_counter() - w0,
+                          "path_starts": res["tune"]["path_starts"], "folds": _tuned(res)}
+        finally:
+            bnb_backend.c_path = real
+    doc = {"data": a.data, "Cs": Cs, "cv": a.cv, "inner": a.inner, "load": [load0, os.getloadavg()[0]],
+           "runs": runs, "cpu_ratio": runs["path"]["cpu"] / runs["independent"]["cpu"],
+           "same": _same(runs["independent"]["folds"], runs["path"]["folds"])}
+    if a.json:
+        print(json.dumps(doc))
+        return 0
+    print(f"{a.data}: nested CV, {a.cv} outer x {a.inner} inner folds, C grid {Cs}, solver bnb; load "
+          f"{load0:.1f} → {doc['load'][1]:.1f}")
+    for mode, r in runs.items():
+        print(f"{mode:<12} CPU {r['cpu']:8.2f} s  wall {r['wall']:8.1f} s  inner fits started from the previous C: "
+              f"{r['path_starts']}  tuned C per fold: {[f['tuned']['C'] for f in r['folds']]}")
+    print(f"path / independent CPU: {doc['cpu_ratio']:.3f}; chosen C, inner scores, objectives and test metrics "
+          f"{'the same' if doc['same'] else 'DIFFER'}")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="nested:musk1:40")
@@ -35,11 +107,18 @@ def main(argv=None):
     ap.add_argument("--time-limit", type=float, default=None, help="wall seconds per C")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="bnb options (as --set)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--tune", action="store_true", help="nested CV over the C grid: independent fits against the path")
+    ap.add_argument("--cv", type=int, default=3, help="outer folds of --tune")
+    ap.add_argument("--inner", type=int, default=3, help="inner folds of --tune")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the folds of --tune")
     a = ap.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from exact_frontier import load_instance
 
-    from milopt.algorithms.bnb import solve_bags
+    if a.tune:
+        return main_tune(a, load_instance(a.data, 0))
+
+    from milopt.algorithms.bnb import PATH_STEP, solve_bags
     from milopt.metrics import standardize
     from milopt.params import coerce
 
@@ -59,7 +138,7 @@ def main(argv=None):
     start = []
     for C in Cs:          # the steps of solve_c_path, each timed: the previous optimum is a start
         lap()
-        r = solve_bags(bags, C=C, time_limit=a.time_limit, starts=start, **opts)
+        r = solve_bags(bags, C=C, time_limit=a.time_limit, starts=start, **({**PATH_STEP, **opts} if start else opts))
         rows.append(_row("path", C, r, *lap()))
         start = [(r["w"], float(r["b"]))]
     for C in Cs:

@@ -34,9 +34,25 @@ Printed per worker count: predicted wall seconds, speed-up over serial, rounds, 
 round, the workers' busy share (Σ evaluation / (workers × Σ round makespans)), and the wall
 split into starts / master / latency / workers: what limits the speed-up.
 
+**Measured round costs** (``--dask-measure``; :func:`measure_dask`): instead of the given
+``--latency`` and ``--per-node``, the replay uses the costs measured on a ``LocalCluster`` of two
+single-threaded worker processes (``milopt.algorithms.bnb.parallel.local_cluster``) with the
+recorded run's engine and real open nodes of it (collected during a second, node-limited serial
+run): the wall seconds from submitting a round (one task per worker, as
+``DaskNodePool.evaluate``) to its results gathered, for a no-op task and for batches of 2 to 32
+nodes, less the slowest worker's own evaluation seconds (timed inside the task).  A least-squares
+line through the batches gives the fixed cost of a round (``latency``, its intercept) and the
+cost per node (``per_node``, its slope); the no-op round is printed beside it, with the master's
+CPU seconds per round and per node (a line through the batches) and the pickled bytes of a node
+and of its result (what is shipped per node).  The replay then charges the round its fixed cost
+(``--latency``), the master its CPU seconds per node (``--per-node``, serial) and each worker the
+rest of the measured per-node slope for each node of its chunk (``--worker-per-node``, parallel).  These are wall seconds of a shared machine (the load is printed): on a loaded machine
+the processes wait for a core, so they are upper bounds of an idle one.
+
 Usage::
 
     python benchmarks/bnb_replay.py --data musk1 --workers 1,2,8,32,128
+    python benchmarks/bnb_replay.py --data musk1 --dask-measure
     python benchmarks/bnb_replay.py --data nested:musk1:40 --save trace.json
     python benchmarks/bnb_replay.py --trace trace.json --latency 0.02 --per-node 0.001 --json
 """
@@ -99,7 +115,98 @@ def record(bags, C=1.0, time_limit=None, mip_gap=1e-4, **options):
             "serial_seconds": time.process_time() - c0, "serial_wall": float(out["seconds"]), "evaluated": sum(n["eval"] is not None for n in trace)}
 
 
-def replay(trace, workers, batch=0, latency=0.0, per_node=0.0, abs_gap=1e-9):
+def _noop():
+    return None
+
+
+def _timed_chunk(engine, chunk, incumbent, eps):
+    """One task of a round, as ``parallel._evaluate_remote``, with its own wall seconds."""
+    from milopt.algorithms.bnb import parallel
+
+    t = time.perf_counter()
+    out = parallel._evaluate_remote(engine, chunk, incumbent, eps, math.inf)
+    return out, time.perf_counter() - t
+
+
+def collect_nodes(bags, C=1.0, n=64, **options):
+    """The engine of a serial run on ``bags`` and up to ``n`` open nodes it created (a node-limited
+    run, ``kick_seconds=0``): real nodes to ship."""
+    from milopt.algorithms.bnb import nodes as nodes_mod
+    from milopt.algorithms.bnb import solve_bags
+    from milopt.algorithms.bnb.search import MISVMBranchAndBound
+
+    got, eng = [], {}
+    real_push, real_eval = nodes_mod.NodeQueue.push, MISVMBranchAndBound.evaluate
+
+    def push(self, node):
+        if len(got) < n and node.depth > 0:
+            got.append(node)
+        return real_push(self, node)
+
+    def evaluate(self, node, *a, **k):
+        eng.setdefault("engine", self)
+        return real_eval(self, node, *a, **k)
+
+    nodes_mod.NodeQueue.push, MISVMBranchAndBound.evaluate = push, evaluate
+    try:
+        solve_bags(bags, C=C, node_limit=max(8, n // 4), **{"kick_seconds": 0, **options})
+    finally:
+        nodes_mod.NodeQueue.push, MISVMBranchAndBound.evaluate = real_push, real_eval
+    return eng["engine"], got
+
+
+def measure_dask(engine, nodes, workers=2, sizes=(2, 4, 8, 16, 32), repeats=5, scheduler=None):
+    """Round costs of ``DaskNodePool`` on a LocalCluster of ``workers`` processes (or on the running
+    cluster at ``scheduler``; see the module docstring): a dict of seconds and bytes."""
+    import contextlib
+    import pickle
+
+    import numpy as np
+
+    from milopt.algorithms.bnb.parallel import local_cluster
+    from dask.distributed import Client
+
+    node_bytes = [len(pickle.dumps(nd, protocol=5)) for nd in nodes]
+    res_bytes = [len(pickle.dumps(engine.evaluate(nd, math.inf, 1e-9, math.inf), protocol=5)) for nd in nodes[:8]]
+    with contextlib.ExitStack() as stack:
+        cluster = scheduler or stack.enter_context(local_cluster(workers))
+        client = stack.enter_context(Client(cluster))
+        eng = client.scatter(engine, broadcast=True, hash=False)
+        slots = max(1, sum(client.nthreads().values()))
+
+        def round_of(chunks, fn):
+            c0, t0 = time.process_time(), time.perf_counter()
+            fut = [client.submit(fn, *args, pure=False) for args in chunks]
+            out = client.gather(fut)
+            return time.perf_counter() - t0, time.process_time() - c0, out
+
+        for _ in range(2):       # warm-up: every worker thread copies the engine once
+            round_of([(eng, [(nd, False)], math.inf, 1e-9) for nd in nodes[:slots]], _timed_chunk)
+        noop = [round_of([() for _ in range(slots)], _noop)[:2] for _ in range(4 * repeats)]
+        rows = []
+        for k in sizes:
+            k = min(k, len(nodes))
+            for r in range(repeats):
+                batch = [(nodes[(r * k + j) % len(nodes)], False) for j in range(k)]
+                w = min(len(batch), slots)
+                cuts = [len(batch) * j // w for j in range(w + 1)]
+                wall, cpu, out = round_of([(eng, batch[cuts[j]:cuts[j + 1]], math.inf, 1e-9) for j in range(w)],
+                                          _timed_chunk)
+                rows.append({"nodes": k, "wall": wall, "master_cpu": cpu, "work": max(o[1] for o in out),
+                             "overhead": wall - max(o[1] for o in out)})
+    k = np.array([r["nodes"] for r in rows], dtype=float)
+    ov = np.array([r["overhead"] for r in rows])
+    slope, intercept = np.polyfit(k, ov, 1)
+    cpu_slope, cpu_intercept = np.polyfit(k, [r["master_cpu"] for r in rows], 1)
+    med = {int(n): float(np.median([r["overhead"] for r in rows if r["nodes"] == n])) for n in sorted(set(k.astype(int)))}
+    return {"workers": workers, "noop_round": float(np.median([x[0] for x in noop])),
+            "noop_master_cpu": float(np.median([x[1] for x in noop])),
+            "latency": max(0.0, float(intercept)), "per_node": max(0.0, float(slope)), "overhead_by_nodes": med,
+            "master_cpu_round": max(0.0, float(cpu_intercept)), "master_cpu_per_node": max(0.0, float(cpu_slope)),
+            "node_bytes": float(np.mean(node_bytes)), "result_bytes": float(np.mean(res_bytes)), "rounds": rows}
+
+
+def replay(trace, workers, batch=0, latency=0.0, per_node=0.0, abs_gap=1e-9, worker_per_node=0.0):
     """The predicted wall of the master/worker search on the recorded tree (see the module
     docstring): a dict of seconds and counts."""
     nodes = trace["nodes"]
@@ -134,7 +241,8 @@ def replay(trace, workers, batch=0, latency=0.0, per_node=0.0, abs_gap=1e-9):
             break
         rounds += 1
         popped += len(batch_nodes)
-        cost = [nodes[i]["eval"] if nodes[i]["eval"] is not None else mean_eval for i in batch_nodes]
+        cost = [(nodes[i]["eval"] if nodes[i]["eval"] is not None else mean_eval) + worker_per_node
+                for i in batch_nodes]
         w = min(workers, len(cost))
         cuts = [len(cost) * j // w for j in range(w + 1)]
         makespan = max(sum(cost[cuts[j]:cuts[j + 1]]) for j in range(w))
@@ -168,10 +276,37 @@ def main(argv=None):
     ap.add_argument("--workers", default="1,2,8,32,128")
     ap.add_argument("--latency", type=float, default=0.01, help="fixed seconds per round")
     ap.add_argument("--per-node", type=float, default=0.0005, help="master seconds per node shipped and booked")
+    ap.add_argument("--worker-per-node", type=float, default=0.0,
+                    help="a worker's seconds per node received and its result sent (added to its evaluation)")
     ap.add_argument("--set", nargs="*", default=["kick_seconds=0"], metavar="KEY=VALUE",
                     help="bnb options of the recorded run (default kick_seconds=0: no local search in the master)")
+    ap.add_argument("--dask-measure", action="store_true",
+                    help="measure --latency and --per-node on a LocalCluster of two workers (the recorded data)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
+    measured = None
+    if a.dask_measure:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from exact_frontier import load_instance
+
+        from milopt.metrics import standardize
+
+        load0 = os.getloadavg()[0]
+        engine, nodes = collect_nodes(standardize(load_instance(a.data, 0)))
+        measured = measure_dask(engine, nodes)
+        measured["load"] = [load0, os.getloadavg()[0]]
+        # the round's fixed cost: the intercept; per node: the master's CPU (serial), and the rest of
+        # the measured slope on the worker's side (in parallel)
+        a.latency, a.per_node = measured["latency"], measured["master_cpu_per_node"]
+        a.worker_per_node = max(0.0, measured["per_node"] - measured["master_cpu_per_node"])
+        if not a.json:
+            m = measured
+            print(f"dask LocalCluster, 2 workers, {a.data} (load {m['load'][0]:.1f} → {m['load'][1]:.1f}): no-op round "
+                  f"{1e3 * m['noop_round']:.1f} ms wall ({1e3 * m['noop_master_cpu']:.1f} ms master CPU); node rounds: "
+                  f"overhead {', '.join(f'{n} nodes {1e3 * v:.1f} ms' for n, v in m['overhead_by_nodes'].items())}; "
+                  f"fit: latency {1e3 * m['latency']:.1f} ms + {1e3 * m['per_node']:.2f} ms per node; master CPU "
+                  f"{1e3 * m['master_cpu_round']:.1f} ms per round + {1e3 * m['master_cpu_per_node']:.2f} ms per node; pickled node {m['node_bytes'] / 1e3:.1f} kB, "
+                  f"result {m['result_bytes'] / 1e3:.1f} kB")
     if a.trace:
         with open(a.trace) as fh:
             trace = json.load(fh)
@@ -191,12 +326,14 @@ def main(argv=None):
         with open(a.save, "w") as fh:
             json.dump(trace, fh)
     serial = replay(trace, 1)
-    rows = [replay(trace, int(w), latency=a.latency, per_node=a.per_node) for w in a.workers.split(",") if w]
+    rows = [replay(trace, int(w), latency=a.latency, per_node=a.per_node, worker_per_node=a.worker_per_node)
+            for w in a.workers.split(",") if w]
     for r in rows:
         r["speedup"] = serial["wall"] / r["wall"] if r["wall"] > 0 else math.nan
     if a.json:
         print(json.dumps({"trace": {kk: v for kk, v in trace.items() if kk != "nodes"}, "serial": serial,
-                          "rows": rows}))
+                          "rows": rows, "latency": a.latency, "per_node": a.per_node,
+                          "worker_per_node": a.worker_per_node, "dask_measured": measured}))
         return 0
     ev = [n["eval"] for n in trace["nodes"] if n["eval"] is not None]
     ms = [n["master"] for n in trace["nodes"] if n["eval"] is not None]
@@ -204,7 +341,8 @@ def main(argv=None):
           f"{len(trace['nodes'])} created, serial run {trace['serial_seconds']:.1f} s CPU, "
           f"{trace.get('serial_wall', math.nan):.1f} s wall (starts {trace['starts_seconds']:.1f} s CPU), load {trace.get('load', ['?'])[0]}; node evaluation mean "
           f"{1e3 * sum(ev) / max(1, len(ev)):.1f} ms, master mean {1e3 * sum(ms) / max(1, len(ms)):.1f} ms per node")
-    print(f"replay: latency {a.latency:g} s per round, {a.per_node:g} s per node; serial replay {serial['wall']:.1f} s")
+    print(f"replay: latency {a.latency:g} s per round, {a.per_node:g} s per node in the master, "
+          f"{a.worker_per_node:g} s per node in a worker; serial replay {serial['wall']:.1f} s")
     print(f"{'workers':>7} {'batch':>6} {'wall s':>8} {'speed-up':>8} {'rounds':>7} {'nodes/rd':>8} {'busy':>6} "
           f"{'extra':>6}  starts / master / latency / workers (s)")
     for r in rows:

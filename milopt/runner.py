@@ -150,7 +150,10 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
     accuracy (``"accuracy"``; ties by AUC, then grid order); the chosen values are refitted on the
     whole outer training fold and evaluated on its test fold.  Each row of ``folds`` then holds
     ``tuned`` (the chosen values) and ``tune_scores`` (mean inner metrics per grid point); the
-    result holds ``tune = {"grid", "inner_cv", "metric"}``.
+    result holds ``tune = {"grid", "inner_cv", "metric", "path_starts"}``.  With the exact
+    solver (``--set solver=bnb``) the grid of C on one inner training set is solved as a path,
+    each C started from the previous C's certified optimum (``path_starts``: how many inner
+    fits were; :func:`_select`).
     """
     from milopt.estimators.registry import get_method
     from milopt.metrics import bag_folds
@@ -183,16 +186,17 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
         for f, (tr, _) in enumerate(folds):
             if fold is None or f == fold:
                 _check_inner_folds(bags.y[tr], inner_cv)
-    rows = []
+    rows, path_starts = [], 0
     for f, (tr, te) in enumerate(folds):
         if fold is not None and f != fold:
             continue
         if progress is not None:
             progress(f, len(folds))
         if tune is not None:
-            chosen, scores = _select(spec, params, seed, bags.subset(tr), grid, inner_cv, tune_metric, scale)
+            chosen, scores, warm = _select(spec, params, seed, bags.subset(tr), grid, inner_cv, tune_metric, scale)
             row = _fit_eval(spec, {**params, **chosen}, seed, bags.subset(tr), bags.subset(te), scale)
             row.update({"tuned": chosen, "tune_scores": scores})
+            path_starts += warm
         else:
             row = _fit_eval(spec, params, seed, bags.subset(tr), bags.subset(te), scale)
         rows.append({"fold": f, "train_bags": int(tr.size), "test_bags": int(te.size), **row})
@@ -207,7 +211,7 @@ def run_fit(method: str, data: str, *, params: dict | None = None, cv: int | Non
 
     out["warnings"] = fold_warnings(rows)
     if tune is not None:
-        out["tune"] = {"grid": grid, "inner_cv": inner_cv, "metric": tune_metric}
+        out["tune"] = {"grid": grid, "inner_cv": inner_cv, "metric": tune_metric, "path_starts": path_starts}
         for k in grid:  # a tuned key has no single value: it is in each fold's "tuned"
             out["params"].pop(k, None)
     return out
@@ -287,30 +291,44 @@ def grid_points(grid: dict) -> list[dict]:
 
 def _select(spec, params, seed, Btr: Bags, grid: dict, inner_cv: int, metric: str, scale: bool):
     """Inner stratified K-fold over the bags of ``Btr`` (an outer training fold): the grid point
-    with the best mean inner ``metric`` (ties: the other metric, then grid order) and the table
-    of mean inner scores.  On AUC, an inner fit whose ``threshold`` is not given uses ``'zero'``:
-    AUC does not depend on the decision rule, and ``'auto'`` would cost the inner-cv rule's extra
-    fits in every inner fit (the accuracy of the tie-break is then the margin rule's)."""
+    with the best mean inner ``metric`` (ties: the other metric, then grid order), the table
+    of mean inner scores and the number of inner fits warm-started along a path of C.  On AUC,
+    an inner fit whose ``threshold`` is not given uses ``'zero'``: AUC does not depend on the
+    decision rule, and ``'auto'`` would cost the inner-cv rule's extra fits in every inner fit
+    (the accuracy of the tie-break is then the margin rule's).
+
+    The grid is fitted inner fold by inner fold, in grid order, inside
+    :func:`milopt.solvers.bnb.c_path`: with the exact solver (``--set solver=bnb``) the points
+    of one inner training set form a path of C, each solve started from the previous point's
+    certified optimum (:func:`milopt.algorithms.bnb.solve_c_path`); the optima, hence the
+    scores, are those of independent fits.  Other methods fit as they would alone."""
     from milopt.metrics import bag_folds
+    from milopt.solvers.bnb import c_path
 
     _check_inner_folds(Btr.y, inner_cv)
     inner = list(bag_folds(Btr, inner_cv, seed))
     primary, secondary = TUNE_METRICS[metric]
     if metric == "auc" and "threshold" in spec.params and "threshold" not in params and "threshold" not in grid:
         params = {**params, "threshold": "zero"}
+    points = grid_points(grid)
+    rows = [[] for _ in points]
+    warm = 0
+    for itr, ite in inner:
+        with c_path() as path:
+            for j, point in enumerate(points):
+                rows[j].append(_fit_eval(spec, {**params, **point}, seed, Btr.subset(itr), Btr.subset(ite), scale))
+        warm += path["warm"]
     scores, best, best_key = [], None, None
-    for point in grid_points(grid):
-        rows = [_fit_eval(spec, {**params, **point}, seed, Btr.subset(itr), Btr.subset(ite), scale)
-                for itr, ite in inner]
+    for point, fits in zip(points, rows):
         s = {"params": dict(point)}
         for m in ("bag_auc", "bag_accuracy"):
-            vals = np.array([r.get(m, np.nan) for r in rows], dtype=float)
+            vals = np.array([r.get(m, np.nan) for r in fits], dtype=float)
             s[m] = float(np.nanmean(vals)) if np.isfinite(vals).any() else None
         scores.append(s)
         key = tuple(-np.inf if s[m] is None else round(s[m], 12) for m in (primary, secondary))
         if best_key is None or key > best_key:  # strictly better: the first in grid order wins ties
             best, best_key = point, key
-    return dict(best), scores
+    return dict(best), scores, warm
 
 
 def _prepare(formulation: str, data: str, params: dict | None, bags: Bags | None):

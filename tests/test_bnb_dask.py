@@ -129,10 +129,11 @@ def test_scheduler_option_is_declared():
 
 
 def test_a_worker_lost_in_the_middle_of_a_proof_loses_nothing(cluster, monkeypatch):
-    """One of the two worker processes is killed (SIGKILL) while a round of nodes is in flight:
-    dask re-runs its tasks on the other worker (the nanny restarts the killed one), the search
-    books the same results in the same order, and the proof is the one of an undisturbed run:
-    the same optimum (brute force), bound and node count."""
+    """One of the two worker processes is killed (SIGKILL) while a round of nodes is in flight,
+    with rounds still to come: dask re-runs its tasks on the other worker (the nanny restarts the
+    killed one), the search books the same results in the same order, and the proof is the one
+    of an undisturbed run (the same optimum, bound and node count) and of the serial search (the
+    same optimum, brute force)."""
     import os
     import signal
 
@@ -144,11 +145,14 @@ def test_a_worker_lost_in_the_middle_of_a_proof_loses_nothing(cluster, monkeypat
     opts = dict(costs=costs, mip_gap=1e-7, restarts=0, anneal=0, kick_seconds=0, kick_every=0, workers=2,
                 batch=2, scheduler=cluster.scheduler_address)
     calm = solve_bags(bags, **opts)
+    serial = solve_bags(bags, **{**opts, "workers": 1, "scheduler": None})
     real = parallel.DaskNodePool.evaluate
-    killed = {}
+    killed, rounds = {}, []
 
     def evaluate(self, nodes, *args, **kw):
+        rounds.append(len(nodes))
         if len(nodes) == 2 and not killed:
+            killed["round"] = len(rounds)
             client = self.client
             real_gather = client.gather
 
@@ -168,6 +172,10 @@ def test_a_worker_lost_in_the_middle_of_a_proof_loses_nothing(cluster, monkeypat
     monkeypatch.setattr(parallel.DaskNodePool, "evaluate", evaluate)
     out = solve_bags(bags, **opts)
     assert killed, "no round of two nodes was evaluated"
+    assert len(rounds) > killed["round"], "the kill came in the last round: the proof did not go on after it"
+    assert serial["termination"] == "optimal"
+    assert out["objective"] == pytest.approx(serial["objective"], rel=1e-7, abs=1e-10)
+    assert abs(out["bound"] - serial["bound"]) <= 1e-7 * max(1.0, abs(serial["objective"]))
     assert out["termination"] == calm["termination"] == "optimal"
     assert out["objective"] == pytest.approx(ref, rel=1e-5, abs=1e-7)
     assert out["objective"] == pytest.approx(calm["objective"], rel=1e-9, abs=1e-12)
@@ -195,3 +203,23 @@ def test_local_cluster_leaves_nothing_in_the_temporary_directory(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_round_costs_are_measured_on_the_cluster(cluster):
+    """``benchmarks/bnb_replay.py --dask-measure``: the round costs of the dask pool, measured
+    with real nodes of a run (no-op round, fitted latency and per-node cost, bytes shipped)."""
+    import json
+
+    from benchmark_script import load_benchmark
+
+    from milopt.metrics import standardize
+
+    bench = load_benchmark("bnb_replay")
+    engine, nodes = bench.collect_nodes(standardize(tiny(25, n_pos=8, n_neg=4, max_size=6)), n=12, restarts=1, anneal=0)
+    assert len(nodes) >= 4 and all(nd.depth > 0 for nd in nodes)
+    m = bench.measure_dask(engine, nodes, sizes=(2, 4), repeats=2, scheduler=cluster.scheduler_address)
+    assert m["noop_round"] > 0 and m["latency"] >= 0 and m["per_node"] >= 0
+    assert m["node_bytes"] > 0 and m["result_bytes"] > 0
+    assert sorted(m["overhead_by_nodes"]) == [2, 4] and len(m["rounds"]) == 4
+    assert all(r["wall"] >= r["work"] > 0 for r in m["rounds"])
+    json.dumps(m)

@@ -26,7 +26,7 @@ def run(capsys, *argv):
 def test_chosen_values_are_from_the_grid():
     grid = [0.1, 1, 10]
     res = runner.run_fit(METHOD, DATA, cv=3, seed=0, tune={"C": grid}, inner_cv=2)
-    assert res["tune"] == {"grid": {"C": [0.1, 1.0, 10.0]}, "inner_cv": 2, "metric": "auc"}
+    assert res["tune"] == {"grid": {"C": [0.1, 1.0, 10.0]}, "inner_cv": 2, "metric": "auc", "path_starts": 0}
     assert "C" not in res["params"] and res["params"]["max_iter"] == 50
     assert len(res["folds"]) == 3
     for row in res["folds"]:
@@ -108,7 +108,9 @@ def test_criterion_and_tie_breaks(monkeypatch, metric, expected):
     monkeypatch.setattr(runner, "_fit_eval", lambda spec, params, seed, Btr, Bte, scale: {
         "bag_auc": fake[params["C"]][0], "bag_accuracy": fake[params["C"]][1]})
     bags = load(DATA)
-    chosen, scores = runner._select(get_method(METHOD), {}, 0, bags, {"C": [0.1, 1.0, 10.0, 20.0]}, 3, metric, True)
+    chosen, scores, warm = runner._select(get_method(METHOD), {}, 0, bags, {"C": [0.1, 1.0, 10.0, 20.0]}, 3, metric,
+                                          True)
+    assert warm == 0  # no exact solver: no path
     assert chosen == {"C": expected}  # C=20 ties C=10 on both metrics: the first in grid order wins
     assert [s["bag_auc"] for s in scores] == pytest.approx([0.8, 0.8, 0.7, 0.7])
 
@@ -136,7 +138,7 @@ def test_cli_json_and_table(capsys):
     assert code == 0, err
     assert "fold 1/3 (tuning: 2 grid points × 2 inner folds)" in err  # progress on stderr, JSON alone on stdout
     res = json.loads(out)
-    assert res["tune"] == {"grid": {"C": [0.1, 10.0]}, "inner_cv": 2, "metric": "accuracy"}
+    assert res["tune"] == {"grid": {"C": [0.1, 10.0]}, "inner_cv": 2, "metric": "accuracy", "path_starts": 0}
     assert all(r["tuned"]["C"] in (0.1, 10.0) for r in res["folds"])
     assert "C" not in res["params"] and res["params"]["max_iter"] == 50  # tuned keys are per fold
     code, out, err = run(capsys, "fit", METHOD, "--data", DATA, "--cv", "3", "--tune", "C=0.1,10",

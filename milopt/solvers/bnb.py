@@ -11,9 +11,16 @@ costs and (kernel model) Gram matrix, hands the declared options
 
 Ctrl-C during the search returns termination ``interrupted`` with the incumbent loaded into
 the model and the proven bound (``extra["interrupted_with_solution"]`` is true).
+
+Inside :func:`c_path`, successive solves of ``misvm-bigm`` models on the same bags form a path
+of C (:func:`milopt.algorithms.bnb.solve_c_path`): each starts from the previous solve's point
+with the short start schedule :data:`milopt.algorithms.bnb.PATH_STEP`.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import hashlib
 import io
 import sys
 import time
@@ -21,9 +28,40 @@ from dataclasses import replace
 
 import numpy as np
 
-from milopt.algorithms.bnb import PARAMS, solve_bags
+from milopt.algorithms.bnb import PARAMS, PATH_STEP, solve_bags
 from milopt.errors import UnsupportedProblemError
 from milopt.solvers.backend import About, Backend, Capabilities
+
+_PATH = contextvars.ContextVar("milopt_bnb_c_path", default=None)
+
+
+@contextlib.contextmanager
+def c_path():
+    """Solve the ``misvm-bigm`` models of the block (norm l2) as one path of C.
+
+    The first bnb solve runs as usual; every later one on the same bags (the same instances,
+    bags and labels: the grid of C on one training set, as ``milopt fit --tune C=...`` solves it
+    inside each fold) gets the previous solve's (w, b) as a start (its Φ at the new costs is a
+    valid incumbent) and the short start schedule :data:`milopt.algorithms.bnb.PATH_STEP` over
+    the options not given explicitly.  The certified optimum does not depend on the starts;
+    the path costs less.  Solves on other bags start a new path.  Yields a dict counting the
+    ``solves`` and the ``warm`` (warm-started) ones.
+    """
+    box = {"key": None, "start": None, "solves": 0, "warm": 0}
+    token = _PATH.set(box)
+    try:
+        yield box
+    finally:
+        _PATH.reset(token)
+
+
+def _bags_key(bags) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for a in (bags.X, bags.bag_ptr, bags.y):
+        a = np.ascontiguousarray(a)
+        h.update(str((a.shape, a.dtype)).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def _version():
@@ -76,10 +114,21 @@ def _finish(model, opts, mod, meta, bags, kernel=None):
             starts.append((np.array(wv, dtype=float), float(pe.value(model.b, exception=False) or 0.0)))
     gap = opts.mip_gap
     gap = 1e-4 if gap is None else float(gap)
+    path, key = _PATH.get(), None
+    if path is not None and kernel is None:
+        key = _bags_key(bags)
+        if path["key"] == key and path["start"] is not None:    # the next C of a path: its previous point
+            starts.append(path["start"])
+            o = {**o, **{k: v for k, v in PATH_STEP.items() if k not in (opts.options or {})}}
+            path["warm"] += 1
     log = _Tee(sys.stderr) if opts.verbose else None   # the progress lines: on stderr and in result.log
     out = solve_bags(bags, C=meta["C"], class_weight=meta["class_weight"], costs=np.asarray(meta["costs"]),
                      time_limit=opts.seconds_left(), mip_gap=gap, starts=starts, kernel=kernel,
                      verbose=bool(opts.verbose), log=log, **o)
+    if key is not None:
+        path["solves"] += 1
+        path["key"] = key
+        path["start"] = None if out["w"] is None else (np.asarray(out["w"], dtype=float), float(out["b"]))
     if kernel is None:
         mod.warm_start(model, out["w"], out["b"])        # load w, b, ξ, ζ (witness = best instance)
         obj_model = float(pe.value(model.obj))

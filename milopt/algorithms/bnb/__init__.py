@@ -7,9 +7,9 @@ one search), ``evaluate`` (node evaluation), ``qp`` (the node QPs), ``branching`
 (incumbents), ``parallel`` (node relaxations in worker processes), ``options`` (the declared
 options), ``api`` (:func:`solve_bags`, :func:`solve_c_path`).  Proofs and figures: docs/exact_misvm.md.
 """
-from .api import solve_bags, solve_c_path
+from .api import PATH_STEP, solve_bags, solve_c_path
 from .bounds import mi_objective_best_b
 from .options import PARAMS
 from .search import MISVMBranchAndBound
 
-__all__ = ["MISVMBranchAndBound", "PARAMS", "mi_objective_best_b", "solve_bags", "solve_c_path"]
+__all__ = ["MISVMBranchAndBound", "PARAMS", "PATH_STEP", "mi_objective_best_b", "solve_bags", "solve_c_path"]

@@ -14,6 +14,13 @@ from .search import MISVMBranchAndBound
 #: root's bound within them, then the incumbent is returned (the command then ends, 128 + n)
 INTERRUPTED_SECONDS = 1.0
 
+#: bnb options of every step of a C path after the first (:func:`solve_c_path`; ``milopt fit
+#: --tune C=...`` with the bnb solver): the previous C's certified optimum, polished at the new C
+#: by the swap search, replaces the annealing runs, all alternation starts but one and the
+#: starts' iterated local search (the search's own local-search rounds, ``kick_every``, stay).
+#: The proof does not depend on the starts: the optimum certified is the same
+PATH_STEP = {"anneal": 0, "restarts": 1, "kick_seconds": 0.0}
+
 
 def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None, mip_gap=1e-4, starts=(),
                kernel=None, verbose=False, log=None, **options):
@@ -158,14 +165,16 @@ def solve_bags(bags, C=1.0, class_weight="kent-yu", costs=None, time_limit=None,
     return out
 
 
-def solve_c_path(bags, Cs, class_weight="kent-yu", time_limit=None, mip_gap=1e-4, **options):
+def solve_c_path(bags, Cs, class_weight="kent-yu", time_limit=None, mip_gap=1e-4, step=None, **options):
     r"""Certified MI-SVM optima along a path of C, each warm-started from the previous one.
 
     For every C of ``Cs`` (solved in the order given), :func:`solve_bags` with the previous
     optimum (w, b) as a start: its Φ under the new costs is a valid incumbent from the first
     node on, and near the previous C it is often the new optimum or close to it (the swap
-    search polishes it first).  Along the path the optimal values obey, for C₁ < C₂ (the cost
-    of each bag proportional to C, as with kent-yu or balanced weights),
+    search polishes it first), so every step after the first runs the short start schedule
+    ``step`` (default :data:`PATH_STEP`) instead of the full one.  Along the path the optimal
+    values obey, for C₁ < C₂ (the cost of each bag proportional to C, as with kent-yu or
+    balanced weights),
 
     .. math::
 
@@ -182,6 +191,9 @@ def solve_c_path(bags, Cs, class_weight="kent-yu", time_limit=None, mip_gap=1e-4
     time_limit : float, optional
         Wall seconds for each C.
     mip_gap : float
+    step : dict, optional
+        bnb options of every C after the first, over ``options`` (default :data:`PATH_STEP`;
+        ``{}``: the full start schedule at every C).
     **options
         bnb options (:data:`milopt.algorithms.bnb.options.PARAMS`), the same for every C.
 
@@ -189,10 +201,12 @@ def solve_c_path(bags, Cs, class_weight="kent-yu", time_limit=None, mip_gap=1e-4
     -------
     list of dict: the result of :func:`solve_bags` for each C, with ``C`` added.
     """
+    step = PATH_STEP if step is None else dict(step)
     out, start = [], ()
     for C in Cs:
+        o = {**options, **step} if start else options
         r = solve_bags(bags, C=float(C), class_weight=class_weight, time_limit=time_limit, mip_gap=mip_gap,
-                       starts=start, **options)
+                       starts=start, **o)
         r["C"] = float(C)
         out.append(r)
         if r.get("w") is not None:
