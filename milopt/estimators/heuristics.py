@@ -28,7 +28,7 @@ from milopt.errors import InvalidDataError, InvalidParameterError, NoSolutionErr
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
 from milopt.mil.alternation import INITS, SOLVERS
-from milopt.params import Choice, Int, ParamSet
+from milopt.params import AUTO_C, Choice, Int, ParamSet
 from milopt.features.kernels import check_kernel, kernel_matrix, mean_embedding_kernel
 from milopt.features.summary import summary_features
 
@@ -185,10 +185,10 @@ class SILClassifier(_KernelMIL):
     random_state : int
     """
 
-    param_spec = ParamSet(summary=_SUMMARY, class_weight=Choice("balanced", ("balanced", "balanced-instances", "none"),
-                                                                none=True))
+    param_spec = ParamSet(C=AUTO_C, summary=_SUMMARY,
+                          class_weight=Choice("balanced", ("balanced", "balanced-instances", "none"), none=True))
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight="balanced", distributional=False, summary=None,
+    def __init__(self, C="auto", kernel="rbf", gamma="scale", class_weight="balanced", distributional=False, summary=None,
                  scale_samples=True, tol=1e-3, random_state=0, threshold="auto"):
         self.C = C
         self.kernel = kernel
@@ -214,12 +214,12 @@ class SILClassifier(_KernelMIL):
         if self.class_weight == "balanced":
             sw = class_weights(bags.y, "balanced")[bags.bag_index]
         if K is None:
-            clf = SVC(C=self.C, kernel="linear", class_weight=cw, tol=self.tol, cache_size=1000).fit(X, y,
+            clf = SVC(C=self.C_, kernel="linear", class_weight=cw, tol=self.tol, cache_size=1000).fit(X, y,
                                                                                                     sample_weight=sw)
             coef = np.zeros(y.size)
             coef[clf.support_] = clf.dual_coef_[0]
         else:
-            clf = SVC(C=self.C, kernel="precomputed", class_weight=cw, tol=self.tol).fit(K, y, sample_weight=sw)
+            clf = SVC(C=self.C_, kernel="precomputed", class_weight=cw, tol=self.tol).fit(K, y, sample_weight=sw)
             coef = np.zeros(y.size)
             coef[clf.support_] = clf.dual_coef_[0]
         self._store(coef, clf.intercept_[0])
@@ -391,9 +391,9 @@ class MiSVMHeuristic(_KernelMIL):
     distributional, summary, scale_samples, random_state : as :class:`MISVMHeuristic`
     """
 
-    param_spec = ParamSet(summary=_SUMMARY, class_weight=Choice("balanced", ("balanced", "none"), none=True))
+    param_spec = ParamSet(C=AUTO_C, summary=_SUMMARY, class_weight=Choice("balanced", ("balanced", "none"), none=True))
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight="balanced", max_iter=50, tol=1e-3,
+    def __init__(self, C="auto", kernel="rbf", gamma="scale", class_weight="balanced", max_iter=50, tol=1e-3,
                  distributional=False, summary=None, scale_samples=True, random_state=0, threshold="auto"):
         self.C = C
         self.kernel = kernel
@@ -414,7 +414,7 @@ class MiSVMHeuristic(_KernelMIL):
         K, X = self._prepare(bags)
         if K is None:
             K = X @ X.T
-        res = mi_svm_alternate(K, bags, C=self.C, class_weight=self.class_weight, max_iter=int(self.max_iter),
+        res = mi_svm_alternate(K, bags, C=self.C_, class_weight=self.class_weight, max_iter=int(self.max_iter),
                                tol=self.tol)
         self._store(res["coef"], res["b"])
         self.instance_labels_ = res["labels"]
