@@ -188,7 +188,7 @@ def summarise(regime, method, rows) -> dict:
     return out
 
 
-def run(methods, regimes, k, seed=0, jobs=2, do_tune=True, echo=print, rows_out=None, repeats=1):
+def run(methods, regimes, k, seed=0, jobs=2, do_tune=True, echo=print, rows_out=None, repeats=1, params=None):
     """Every (method, regime) cell over ``repeats`` K-fold splits; returns the list of summaries.
     ``rows_out``: a file to which each fold's row is appended (JSON lines) as soon as it is measured."""
     import json
@@ -198,7 +198,7 @@ def run(methods, regimes, k, seed=0, jobs=2, do_tune=True, echo=print, rows_out=
     tasks = [(m, r, f, q) for r in regimes for m in methods for q in range(repeats) for f in range(k)]
 
     def one(m, r, f, q):
-        return r, run_fold(m, REGIMES[r][0], k, f, seed, do_tune, q)
+        return r, run_fold(m, REGIMES[r][0], k, f, seed, do_tune, q, params)
 
     cells = {}
     for r, row in Parallel(n_jobs=jobs, verbose=0, return_as="generator_unordered")(
@@ -276,6 +276,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=1, help="K-fold splits per cell (split seeds seed, seed+1, ...)")
     ap.add_argument("--no-tune", action="store_true", help="defaults only")
+    ap.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
+                    help="replace defaults (e.g. C=1 for the figures before a default changed)")
     ap.add_argument("--rows", default=None, help="append every fold's row to this file (JSON lines) as it ends")
     ap.add_argument("--table", default=None, metavar="ROWS", help="print the table of a --rows file and stop")
     ap.add_argument("--repeat", type=int, default=None, help="with --table: only the rows of this split")
@@ -286,8 +288,11 @@ def main(argv=None):
     regimes = a.regimes or (list(QUICK_REGIMES) if a.quick else list(REGIMES))
     t0 = time.perf_counter()
     print(HEADER)
+    from milopt.params import coerce
+
+    params = {kv.partition("=")[0]: coerce(kv.partition("=")[2]) for kv in a.set}
     cells = run(a.methods, regimes, k, a.seed, a.jobs, not a.no_tune, echo=lambda s: None, rows_out=a.rows,
-                repeats=a.repeats)
+                repeats=a.repeats, params=params)
     for c in sorted(cells, key=lambda c: (list(REGIMES).index(c["regime"]), METHODS.index(c["method"]))):
         print(_line(c))
     print("\n" + verdict(cells) + f"\n{k}-fold x {a.repeats}, seed {a.seed}, {time.perf_counter() - t0:.0f} s")
