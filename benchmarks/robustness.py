@@ -20,6 +20,10 @@ stratified K-fold over bags (features standardised with the training folds' stat
   held-out bags.
 
 Targets: no fold with ``bad_one_class``; ``ba`` within 3 points of ``ba_tuned`` in every cell.
+With ``--repeats R`` every cell runs R K-fold splits (split seeds ``seed``, ..., ``seed + R - 1``;
+the model seeds stay ``seed``), and the table gives beside tuned - auto its standard error over
+the folds, so that a gap can be read against the noise of the nested-CV choice.  ``chosen_C``
+in a row: the C that a ``C='auto'`` default chose on the training bags.
 
 Usage::
 
@@ -27,6 +31,9 @@ Usage::
     python benchmarks/robustness.py                   # 5 folds, every regime incl. MUSK1 and MUSK2
     python benchmarks/robustness.py --methods sil vgpmil --regimes imbalance-1:20 --jobs 2
     python benchmarks/robustness.py --no-tune         # defaults only (no nested CV)
+    python benchmarks/robustness.py --quick --repeats 3 --methods sil --rows rows.jsonl
+    python benchmarks/robustness.py --quick --no-tune --set C=1 --methods sil   # a former default
+    python benchmarks/robustness.py --table rows.jsonl --repeat 0              # one split's table
 
 Cells run in parallel with joblib (``--jobs``, default 2); each prints one row as it ends.
 """
