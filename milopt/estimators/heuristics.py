@@ -397,7 +397,7 @@ class MiSVMHeuristic(_KernelMIL):
         Cost per unit of instance weight; default 'auto', chosen among
         :data:`milopt.params.AUTO_C_GRID` on the decision rule's inner folds, as
         :class:`SILClassifier`.  Why: with the RBF kernel at C = 1 the alternation fits its
-        training bags exactly (bag AUC 1.0) and ranks new ones at AUC 0.63 on 60 bags of 2-8
+        training bags almost exactly (bag AUC 0.95-1.0) and ranks new ones at AUC 0.63 on 60 bags of 2-8
         digits, where C = 0.1 gives 0.80 (docs/results.md, "Unseen data").
     kernel, gamma : as :class:`MISVMHeuristic`
     class_weight : {'balanced', 'none'}
