@@ -20,6 +20,10 @@ stratified K-fold over bags (features standardised with the training folds' stat
   held-out bags.
 
 Targets: no fold with ``bad_one_class``; ``ba`` within 3 points of ``ba_tuned`` in every cell.
+With ``--repeats R`` every cell runs R K-fold splits (split seeds ``seed``, ..., ``seed + R - 1``;
+the model seeds stay ``seed``), and the table gives beside tuned - auto its standard error over
+the folds, so that a gap can be read against the noise of the nested-CV choice.  ``chosen_C``
+in a row: the C that a ``C='auto'`` default chose on the training bags.
 
 Usage::
 
@@ -27,6 +31,9 @@ Usage::
     python benchmarks/robustness.py                   # 5 folds, every regime incl. MUSK1 and MUSK2
     python benchmarks/robustness.py --methods sil vgpmil --regimes imbalance-1:20 --jobs 2
     python benchmarks/robustness.py --no-tune         # defaults only (no nested CV)
+    python benchmarks/robustness.py --quick --repeats 3 --methods sil --rows rows.jsonl
+    python benchmarks/robustness.py --quick --no-tune --set C=1 --methods sil   # a former default
+    python benchmarks/robustness.py --table rows.jsonl --repeat 0              # one split's table
 
 Cells run in parallel with joblib (``--jobs``, default 2); each prints one row as it ends.
 """
@@ -129,8 +136,10 @@ def tune(method, Btr, grid, seed=0, folds=3):
     return best[1], best[2], best[0]
 
 
-def run_fold(method, data, k, fold, seed=0, do_tune=True) -> dict:
-    """One held-out fold of one cell: defaults (auto and zero rules) and nested-CV tuned."""
+def run_fold(method, data, k, fold, seed=0, do_tune=True, repeat=0, params=None) -> dict:
+    """One held-out fold of one cell: defaults (auto and zero rules) and nested-CV tuned;
+    ``repeat`` r splits the bags with the seed ``seed + r`` (the model seeds stay ``seed``);
+    ``params``: values replacing defaults (for a test of the decision rule at a fixed C)."""
     import milopt
     from milopt.estimators.registry import get_method
     from milopt.metrics import bag_folds, standardize
@@ -138,21 +147,23 @@ def run_fold(method, data, k, fold, seed=0, do_tune=True) -> dict:
     with warnings.catch_warnings():
         _quiet()
         bags = milopt.load(data)
-        tr, te = list(bag_folds(bags, k, seed))[fold]
+        tr, te = list(bag_folds(bags, k, seed + repeat))[fold]
         spec = get_method(method)
         Btr, Bte = bags.subset(tr), bags.subset(te)
         if spec.scale:
             Btr, Bte = standardize(Btr, Bte)
         t0 = time.perf_counter()
-        est = spec.make({}, seed).fit(Btr)
+        est = spec.make(dict(params or {}), seed).fit(Btr)
         fit_s = time.perf_counter() - t0
         s = _scores(est, Bte)
         pred = _labels(est, Bte)
-        row = {"method": method, "fold": fold, "ba": _ba(Bte.y, pred), "ba_zero": _ba(Bte.y, (s > 0).astype(int)),
+        row = {"method": method, "repeat": repeat, "fold": fold, "ba": _ba(Bte.y, pred), "ba_zero": _ba(Bte.y, (s > 0).astype(int)),
                "auc": _auc(Bte.y, s), "one_class": int(np.unique(pred).size == 1),
                "one_class_zero": int(np.unique(s > 0).size == 1), "rule": est.decision_rule_,
                "threshold": float(est.threshold_), "fit_seconds": fit_s}
         row["bad_one_class"] = int(row["one_class"] and row["auc"] >= AUC_GOOD)
+        if "chosen_C" in est.fit_info_:
+            row["chosen_C"] = est.fit_info_["chosen_C"]
         if do_tune and method in GRIDS:
             params, _, _ = tune(method, Btr, GRIDS[method], seed)
             if all(np.atleast_1d(spec.params[k].default).tolist() == [v] for k, v in params.items()):
@@ -165,7 +176,10 @@ def run_fold(method, data, k, fold, seed=0, do_tune=True) -> dict:
 
 
 def summarise(regime, method, rows) -> dict:
-    """The cell: means over folds and counts of one-class folds."""
+    """The cell: means over folds and counts of one-class folds; ``gap_se``: the standard error of
+    the mean of tuned - auto over the folds (and repeats), the spread of the per-fold differences
+    over the square root of their number (folds of one repeat share bags, so it is a rough scale
+    of the noise, not a test)."""
     def mean(key):
         v = [r[key] for r in rows if key in r and np.isfinite(r[key])]
         return float(np.mean(v)) if v else float("nan")
@@ -176,24 +190,26 @@ def summarise(regime, method, rows) -> dict:
            "one_class_zero": sum(r["one_class_zero"] for r in rows), "fit_seconds": mean("fit_seconds"),
            "rule": ", ".join(sorted({r["rule"] for r in rows}))}
     out["gap"] = out["ba_tuned"] - out["ba"]
+    d = np.array([r["ba_tuned"] - r["ba"] for r in rows if np.isfinite(r.get("ba_tuned", np.nan))])
+    out["gap_se"] = float(np.std(d, ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
     return out
 
 
-def run(methods, regimes, k, seed=0, jobs=2, do_tune=True, echo=print, rows_out=None):
-    """Every (method, regime) cell; returns the list of summaries.  ``rows_out``: a file to which
-    each fold's row is appended (JSON lines) as soon as it is measured."""
+def run(methods, regimes, k, seed=0, jobs=2, do_tune=True, echo=print, rows_out=None, repeats=1, params=None):
+    """Every (method, regime) cell over ``repeats`` K-fold splits; returns the list of summaries.
+    ``rows_out``: a file to which each fold's row is appended (JSON lines) as soon as it is measured."""
     import json
 
     from joblib import Parallel, delayed
 
-    tasks = [(m, r, f) for r in regimes for m in methods for f in range(k)]
+    tasks = [(m, r, f, q) for r in regimes for m in methods for q in range(repeats) for f in range(k)]
 
-    def one(m, r, f):
-        return r, run_fold(m, REGIMES[r][0], k, f, seed, do_tune)
+    def one(m, r, f, q):
+        return r, run_fold(m, REGIMES[r][0], k, f, seed, do_tune, q, params)
 
     cells = {}
     for r, row in Parallel(n_jobs=jobs, verbose=0, return_as="generator_unordered")(
-            delayed(one)(m, r, f) for m, r, f in tasks):
+            delayed(one)(m, r, f, q) for m, r, f, q in tasks):
         cells.setdefault((r, row["method"]), []).append(row)
         if rows_out is not None:
             with open(rows_out, "a") as fh:
@@ -204,30 +220,57 @@ def run(methods, regimes, k, seed=0, jobs=2, do_tune=True, echo=print, rows_out=
     return out
 
 
-HEADER = ("| regime | method | BA (auto) | BA (zero) | BA tuned | tuned - auto | AUC | one-class folds (auto) | "
+HEADER = ("| regime | method | BA (auto) | BA (zero) | BA tuned | tuned - auto (s.e.) | AUC | one-class folds (auto) | "
           "of them AUC >= 0.75 | one-class folds (zero) | fit s |\n|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def _line(c) -> str:
     f = c["folds"]
     return (f"| {c['regime']} | {c['method']} | {c['ba']:.3f} | {c['ba_zero']:.3f} | {c['ba_tuned']:.3f} | "
-            f"{c['gap']:+.3f} | {c['auc']:.3f} | {c['one_class']} of {f} | {c['bad_one_class']} | "
+            f"{c['gap']:+.3f}{_se(c)} | {c['auc']:.3f} | {c['one_class']} of {f} | {c['bad_one_class']} | "
             f"{c['one_class_zero']} of {f} | {c['fit_seconds']:.2f} |")
 
 
-def print_table(path) -> int:
-    """The table of the fold rows in ``path`` (JSON lines of ``--rows``)."""
+def _se(c) -> str:
+    return f" ({c['gap_se']:.3f})" if np.isfinite(c.get("gap_se", np.nan)) else ""
+
+
+def print_table(path, repeat=None) -> int:
+    """The table of the fold rows in ``path`` (JSON lines of ``--rows``) and its verdict;
+    ``repeat``: only the rows of that split."""
     import json
 
     cells = {}
     with open(path) as fh:
         for line in fh:
             row = json.loads(line)
-            cells.setdefault((row["regime"], row["method"]), []).append(row)
+            if repeat is None or row.get("repeat", 0) == repeat:
+                cells.setdefault((row["regime"], row["method"]), []).append(row)
     print(HEADER)
-    for (r, m) in sorted(cells, key=lambda c: (list(REGIMES).index(c[0]), METHODS.index(c[1]))):
-        print(_line(summarise(r, m, cells[(r, m)])))
+    order = sorted(cells, key=lambda c: (list(REGIMES).index(c[0]), METHODS.index(c[1])))
+    out = [summarise(r, m, cells[(r, m)]) for r, m in order]
+    for c in out:
+        print(_line(c))
+    print("\n" + verdict(out))
     return 0
+
+
+def verdict(cells) -> str:
+    """The targets over the cells: one-class folds at a good AUC; cells where tuned beats the
+    defaults by more than 3 points, and those among them beyond noise (more than two standard
+    errors of tuned - auto); the mean balanced accuracies."""
+    bad = sum(c["bad_one_class"] for c in cells)
+    far = [c for c in cells if np.isfinite(c["gap"]) and c["gap"] > 0.03]
+    beyond = [c for c in far if np.isfinite(c.get("gap_se", np.nan)) and c["gap"] > 2 * c["gap_se"]]
+
+    def names(cs):
+        return ": " + ", ".join(f"{c['method']}@{c['regime']} ({c['gap']:+.3f})" for c in cs) if cs else ""
+
+    return (f"{len(cells)} cells, {sum(c['folds'] for c in cells)} held-out folds: {bad} one-class folds with AUC >= "
+            f"{AUC_GOOD} (zero rule: {sum(c['one_class_zero'] for c in cells)} one-class folds); {len(far)} cells "
+            f"where tuned beats defaults by more than 3 points{names(far)}; of them {len(beyond)} by more than two "
+            f"standard errors{names(beyond)}\nmean BA: auto {np.nanmean([c['ba'] for c in cells]):.3f}, zero "
+            f"{np.nanmean([c['ba_zero'] for c in cells]):.3f}, tuned {np.nanmean([c['ba_tuned'] for c in cells]):.3f}")
 
 
 def main(argv=None):
@@ -238,27 +281,28 @@ def main(argv=None):
     ap.add_argument("--regimes", nargs="+", default=None, choices=list(REGIMES))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=1, help="K-fold splits per cell (split seeds seed, seed+1, ...)")
     ap.add_argument("--no-tune", action="store_true", help="defaults only")
+    ap.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
+                    help="replace defaults (e.g. C=1 for the figures before a default changed)")
     ap.add_argument("--rows", default=None, help="append every fold's row to this file (JSON lines) as it ends")
     ap.add_argument("--table", default=None, metavar="ROWS", help="print the table of a --rows file and stop")
+    ap.add_argument("--repeat", type=int, default=None, help="with --table: only the rows of this split")
     a = ap.parse_args(argv)
     if a.table:
-        return print_table(a.table)
+        return print_table(a.table, a.repeat)
     k = a.folds or (3 if a.quick else 5)
     regimes = a.regimes or (list(QUICK_REGIMES) if a.quick else list(REGIMES))
     t0 = time.perf_counter()
     print(HEADER)
-    cells = run(a.methods, regimes, k, a.seed, a.jobs, not a.no_tune, echo=lambda s: None, rows_out=a.rows)
+    from milopt.params import coerce
+
+    params = {kv.partition("=")[0]: coerce(kv.partition("=")[2]) for kv in a.set}
+    cells = run(a.methods, regimes, k, a.seed, a.jobs, not a.no_tune, echo=lambda s: None, rows_out=a.rows,
+                repeats=a.repeats, params=params)
     for c in sorted(cells, key=lambda c: (list(REGIMES).index(c["regime"]), METHODS.index(c["method"]))):
         print(_line(c))
-    bad = sum(c["bad_one_class"] for c in cells)
-    far = [c for c in cells if np.isfinite(c["gap"]) and c["gap"] > 0.03]
-    print(f"\n{len(cells)} cells, {k}-fold, seed {a.seed}: {bad} one-class folds with AUC >= {AUC_GOOD} "
-          f"(zero rule: {sum(c['one_class_zero'] for c in cells)} one-class folds); "
-          f"{len(far)} cells where tuned beats defaults by more than 3 points"
-          + (": " + ", ".join(f"{c['method']}@{c['regime']} ({c['gap']:+.3f})" for c in far) if far else ""))
-    print(f"mean BA: auto {np.nanmean([c['ba'] for c in cells]):.3f}, zero {np.nanmean([c['ba_zero'] for c in cells]):.3f}, "
-          f"tuned {np.nanmean([c['ba_tuned'] for c in cells]):.3f}; {time.perf_counter() - t0:.0f} s")
+    print("\n" + verdict(cells) + f"\n{k}-fold x {a.repeats}, seed {a.seed}, {time.perf_counter() - t0:.0f} s")
     return 0
 
 

@@ -27,7 +27,7 @@ import threading
 from milopt.errors import InvalidParameterError
 
 __all__ = ["Param", "ParamSet", "Float", "Int", "Bool", "Str", "Choice", "Floats", "Any", "parse_bool",
-           "parse_time_limit", "MAX_SECONDS", "parse_list", "coerce", "shown", "THRESHOLD", "TIME_LIMIT"]
+           "parse_time_limit", "MAX_SECONDS", "parse_list", "coerce", "shown", "THRESHOLD", "TIME_LIMIT", "AUTO_C", "AUTO_C_GRID"]
 
 TRUE = ("true", "yes", "on", "1")
 FALSE = ("false", "no", "off", "0")
@@ -513,3 +513,13 @@ TIME_LIMIT = Param("seconds", None, "seconds per solve (none: no limit); the bes
 THRESHOLD = Param("float", "auto", "bag decision rule: auto (a threshold chosen on the training bags by the "
                   "method's rule), zero (score > 0, the model's own rule) or a number (score > it)",
                   choices=("auto", "zero"), name="threshold")
+
+#: The values ``C='auto'`` chooses among (:meth:`milopt.estimators.base.MILClassifier._choose_C`):
+#: the grid of the robustness suite's nested cross-validation, two decades around 1.
+AUTO_C_GRID = (0.1, 1.0, 10.0)
+
+#: ``C`` of the methods whose default is ``'auto'`` (``sil``, ``mi-svm-heuristic``): a positive
+#: number, or ``auto``, the value of :data:`AUTO_C_GRID` whose inner models (the decision rule's
+#: inner folds) score their held-out bags best; ``milopt fit --json`` reports it as ``chosen_C``.
+AUTO_C = Param("float", "auto", "misclassification cost: a number > 0, or auto (chosen among 0.1, 1, 10 on the "
+               "held-out bag scores of the decision rule's inner folds)", gt=0, choices=("auto",), name="C")

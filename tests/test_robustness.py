@@ -117,15 +117,17 @@ def test_digits_regime_parameters():
 
 
 # ------------------------------------------------------------------------ regimes (seeded, small)
-#: (method, regime): cells where the margin rule called every held-out bag one class while the
-#: bags were ranked well (fold AUC >= 0.75); the chosen rule must not
-CELLS = [("sil", "witness-50%"), ("mi-svm-heuristic", "witness-50%"), ("vgpmil", "imbalance-1:20")]
+#: (method, regime, values): cells where the margin rule called every held-out bag one class
+#: while the bags were ranked well (fold AUC >= 0.75); the chosen rule must not (the SVMs at
+#: C = 1, their default before ``C='auto'``)
+CELLS = [("sil", "witness-50%", {"C": 1.0}), ("mi-svm-heuristic", "witness-50%", {"C": 1.0}),
+         ("vgpmil", "imbalance-1:20", {})]
 
 
-@pytest.mark.parametrize("method,regime", CELLS)
-def test_no_one_class_fold_on_well_ranked_bags(method, regime):
+@pytest.mark.parametrize("method,regime,values", CELLS)
+def test_no_one_class_fold_on_well_ranked_bags(method, regime, values):
     rb = load_benchmark("robustness")
-    rows = [rb.run_fold(method, rb.REGIMES[regime][0], 3, f, do_tune=False) for f in range(3)]
+    rows = [rb.run_fold(method, rb.REGIMES[regime][0], 3, f, do_tune=False, params=values) for f in range(3)]
     assert sum(r["one_class_zero"] for r in rows) >= 1        # the margin rule fails here ...
     assert sum(r["bad_one_class"] for r in rows) == 0         # ... the chosen rule does not
     assert np.mean([r["ba"] for r in rows]) >= np.mean([r["ba_zero"] for r in rows]) + 0.1
@@ -172,7 +174,7 @@ class _Told(_Centroid):
 
     told = staticmethod(lambda own, y: own)
 
-    def _out_of_fold_scores(self, bags, own):
+    def _out_of_fold_scores(self, bags, own, inner=None):
         return self.told(own, bags.y)
 
 
@@ -196,3 +198,38 @@ def test_dcmil_few_bags_many_features_not_one_class():
     assert sum(r["one_class_zero"] for r in rows) >= 2           # the sign rule: every new bag negative
     assert sum(r["bad_one_class"] for r in rows) == 0
     assert np.mean([r["ba"] for r in rows]) >= 0.7
+
+
+# ------------------------------------------------------------------------------- C='auto'
+def test_auto_C_declared_once_chosen_on_the_inner_folds_and_reported(capsys):
+    from milopt.cli import main
+    from milopt.estimators.declaration import declaration
+    from milopt.estimators.heuristics import MiSVMHeuristic, SILClassifier, SISMMClassifier
+    from milopt.params import AUTO_C, AUTO_C_GRID
+
+    for cls in (SILClassifier, MiSVMHeuristic):
+        assert declaration(cls)["C"].default == "auto" and declaration(cls)["C"].choices == AUTO_C.choices
+    assert declaration(SISMMClassifier)["C"].default == 1.0          # the SMM baseline keeps C = 1
+    bags = milopt.load("gen:digits?bags=30&seed=1")
+    est = milopt.estimator("mi-svm-heuristic", scale=False).fit(bags)
+    assert est.C == "auto" and est.C_ == est.fit_info_["chosen_C"]   # the constructor value is kept
+    assert sorted(est.C_grid_scores_) == sorted(AUTO_C_GRID)
+    assert est.C_grid_scores_[est.C_] == max(est.C_grid_scores_.values())
+    fixed = milopt.estimator("mi-svm-heuristic", scale=False, C=est.C_).fit(bags)  # the same model and rule
+    np.testing.assert_allclose(fixed.decision_function(bags), est.decision_function(bags))
+    assert fixed.threshold_ == pytest.approx(est.threshold_) and "chosen_C" not in fixed.fit_info_
+    assert main(["fit", "sil", "--data", "gen:digits?bags=20&seed=2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["train"]["chosen_C"] in AUTO_C_GRID
+    assert main(["fit", "sil", "--data", "gen:digits?bags=20&seed=2", "--set", "C=big"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "C" in err[0] and "auto" in err[0]
+
+
+def test_auto_C_closes_the_mi_svm_gap_on_the_base_regime():
+    rb = load_benchmark("robustness")
+    data = rb.REGIMES["base"][0]
+    auto = [rb.run_fold("mi-svm-heuristic", data, 3, f) for f in range(3)]
+    one = [rb.run_fold("mi-svm-heuristic", data, 3, f, do_tune=False, params={"C": 1.0}) for f in range(3)]
+    ba, tuned, ba_one = (np.mean([r[k] for r in rows]) for rows, k in ((auto, "ba"), (auto, "ba_tuned"), (one, "ba")))
+    assert ba_one <= 0.6 < 0.7 <= ba                      # C = 1 overfits these bags; 'auto' does not
+    assert ba >= tuned - 0.03                             # within 3 points of nested-CV tuning

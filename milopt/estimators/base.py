@@ -101,6 +101,15 @@ def _onto(s, inner, final):
     return b0 + (s - a0) * ((b1 - b0) / (a1 - a0))
 
 
+def _pooled(parts, target, n: int) -> np.ndarray:
+    """The inner models' held-out bag scores (:meth:`MILClassifier._inner_scores`), each mapped
+    by :func:`_onto` onto the class means ``target`` (the final model's, or (0, 1)), in bag order."""
+    out = np.empty(n)
+    for te, s, means in parts:
+        out[te] = _onto(s, means, target)
+    return out
+
+
 def _ranks(scores, y) -> bool:
     r"""False when ``scores`` rank the positive bags below the negative ones beyond chance: bag
     AUC below :math:`\tfrac12 - 1.645\,\sigma_0`, the one-sided 5 % test of the Mann-Whitney
@@ -179,8 +188,9 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         bags = as_bags(bags, y, fitting=True)
         self.classes_ = user_classes(y, bags)
         self.n_features_in_ = bags.n_features
+        inner = self._choose_C(bags)
         self._fit(bags)
-        self._choose_threshold(bags)
+        self._choose_threshold(bags, inner)
         self._check_degenerate(bags)
         return self
 
@@ -214,8 +224,53 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         """The rule ``threshold='auto'`` applies (a subclass may choose it from its parameters)."""
         return self.threshold_rule
 
-    def _choose_threshold(self, bags: Bags) -> None:
-        """Set ``threshold_`` and ``decision_rule_`` from ``threshold`` (see the class docstring)."""
+    def _choose_C(self, bags: Bags):
+        r"""Set ``C_``, the cost the fit uses: ``C`` when it is a number; for ``C='auto'`` the value
+        of :data:`milopt.params.AUTO_C_GRID` whose inner models score their held-out bags best.
+
+        ``C='auto'`` uses the split of the ``'inner-cv'`` decision rule (:attr:`threshold_folds`
+        stratified folds of the training bags, seeded with ``random_state``): at every grid value
+        the method is fitted on all but one fold and scores the held-out one, each inner model's
+        scores put on a common scale (its mean negative and mean positive training-bag scores
+        sent to 0 and 1, :func:`_onto`), and the value whose pooled held-out scores reach the
+        best balanced accuracy (:func:`milopt.metrics.balanced_threshold`; ties: the higher bag
+        AUC, then the smaller C) is chosen.  The decision rule then cuts the chosen value's
+        held-out scores, so C and the threshold come from the same out-of-fold bag scores, as
+        scikit-learn's ``LogisticRegressionCV`` chooses its C; the cost is
+        :attr:`threshold_folds` fits per grid value on two thirds of the bags, besides the final
+        fit.  ``C=1`` when a class has fewer than 2 bags or no grid value's inner fits succeed.
+        Returns the chosen value's inner scores (for :meth:`_choose_threshold`), else None;
+        ``fit_info_['chosen_C']`` and ``C_grid_scores_`` (``{C: balanced accuracy}``) record the
+        choice."""
+        from sklearn.metrics import roc_auc_score
+
+        from milopt.metrics import balanced_threshold
+        from milopt.params import AUTO_C_GRID
+
+        C = getattr(self, "C", None)
+        if not (isinstance(C, str) and C == "auto"):
+            if C is not None:
+                self.C_ = C
+            return None
+        best, found, scores = None, None, {}
+        for v in AUTO_C_GRID:
+            parts = self._inner_scores(bags, C=float(v))
+            if parts is None:
+                continue
+            s = _pooled(parts, (0.0, 1.0), bags.n_bags)
+            ba = balanced_threshold(s, bags.y)[1]
+            key = (round(ba, 12), round(float(roc_auc_score(bags.y, s)), 12))
+            scores[float(v)] = float(ba)
+            if best is None or key > best:
+                best, found = key, (float(v), parts)
+        self.C_, parts = found if found is not None else (1.0, None)
+        self.C_grid_scores_ = scores
+        self._pending_info = {"chosen_C": self.C_}
+        return parts
+
+    def _choose_threshold(self, bags: Bags, inner=None) -> None:
+        """Set ``threshold_`` and ``decision_rule_`` from ``threshold`` (see the class docstring);
+        ``inner``: the inner models' scores already fitted by :meth:`_choose_C`."""
         from milopt.metrics import balanced_threshold
         from milopt.params import THRESHOLD
 
@@ -228,7 +283,7 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
             rule, t = "fixed", float(spec)
         else:
             rule, own = self._auto_rule(), np.asarray(self.decision_function(bags), dtype=float).ravel()
-            scores = self._out_of_fold_scores(bags, own) if rule == "inner-cv" else None
+            scores = self._out_of_fold_scores(bags, own, inner) if rule == "inner-cv" else None
             if scores is not None:
                 t = balanced_threshold(scores, bags.y)[0]
                 if not _ranks(scores, bags.y):
@@ -240,13 +295,23 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         self.threshold_ = t
         self.decision_rule_ = rule
         info = dict(getattr(self, "fit_info_", None) or {})
+        info.update(getattr(self, "_pending_info", {}))
+        self._pending_info = {}
         info.update(decision_rule=rule, threshold=t)
         self.fit_info_ = info
 
-    def _out_of_fold_scores(self, bags: Bags, own):
-        """Bag scores of ``threshold_folds`` inner models, each on the bags it was not fitted on,
-        mapped onto the scale of ``own`` (the final model's training-bag scores) by :func:`_onto`
-        (None when a class has fewer than 2 bags or an inner fit fails)."""
+    def _out_of_fold_scores(self, bags: Bags, own, inner=None):
+        """Bag scores of the inner models (``inner``, else fitted by :meth:`_inner_scores`), each
+        on the bags it was not fitted on, mapped onto the scale of ``own`` (the final model's
+        training-bag scores) by :func:`_onto`; None when there are none."""
+        inner = inner if inner is not None else self._inner_scores(bags)
+        return None if inner is None else _pooled(inner, _class_means(own, bags.y), bags.n_bags)
+
+    def _inner_scores(self, bags: Bags, **override):
+        """The ``threshold_folds`` inner models of the ``'inner-cv'`` rule (constructor values
+        ``override`` replaced): per fold ``(held-out bag indices, their scores, the inner model's
+        class means on its training bags)``; None when a class has fewer than 2 bags or an inner
+        fit fails.  :func:`_pooled` puts the scores on one scale."""
         import warnings
 
         from sklearn.base import clone
@@ -259,21 +324,20 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
             return None
         seed = getattr(self, "random_state", 0)
         skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=0 if seed is None else int(seed))
-        scores = np.empty(bags.n_bags)
-        target = _class_means(own, bags.y)
+        parts = []
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DegenerateModelWarning)
                 for tr, te in skf.split(np.zeros(bags.n_bags), bags.y):
-                    inner = clone(self)
+                    inner = clone(self).set_params(**override)
                     inner.threshold = "zero"           # also for a plugin class without the argument
                     Btr = bags.subset(tr)
                     inner.fit(Btr)
                     s = np.asarray(inner.decision_function(bags.subset(te)), dtype=float).ravel()
-                    scores[te] = _onto(s, _class_means(inner.decision_function(Btr), Btr.y), target)
+                    parts.append((te, s, _class_means(inner.decision_function(Btr), Btr.y)))
         except MiloptError:
             return None
-        return scores
+        return parts
 
     def _check_degenerate(self, bags: Bags) -> None:
         """Warn (:class:`~milopt.errors.DegenerateModelWarning`) when the fitted model predicts
