@@ -3,15 +3,18 @@
 which DCPCA's final f is <= DCA's from the same start.
 
 Protocol (Astorino et al. 2019): stratified 10-fold CV over bags (``milopt.metrics.bag_folds``,
-seed 0), features standardised with training-fold statistics (``--scale standard``) or as given
-(``--scale none``; the paper does not say it scales them), a bag called positive when its score
+seed 0), features standardised with training-fold statistics (``--scale standard``), mapped to
+[0, 1] by the training fold's minimum and maximum (``--scale minmax``) or as given (``--scale
+none``; the paper does not say whether it scales them), a bag called positive when its score
 is positive (``--threshold zero``, the sign rule of the paper's test correctness; ``auto`` is
 milopt's default rule); on each training fold C is chosen
 from {2^-7, ..., 2^7} by an inner stratified ``--inner-folds`` CV (bag accuracy, GridSearchCV on
 ``DCMILClassifier``) and the model is refit on the whole training fold.  Reported per method:
 test and train bag accuracy, CPU seconds of the whole fit (inner CV included), and for the final
 fit nF, nG1, nG2 (function / f1-subgradient / f2-subgradient evaluations), serious and null steps,
-final f and the criticality measure |v|.
+final f and the criticality measure |v|, and ``f/f(0)``: the final f over the value
+2C·min(|P|, |N|) that w = 0 with the better of b = ±1 attains (above 1: the fit ends worse than
+the trivial classifier, i.e. far from any minimiser).
 
 ``dcmil-dca`` uses, on each fold, the C that DCPCA's inner CV chose (running its own inner CV
 would multiply its cost by the grid size times the inner folds); pass ``--dca-inner-cv`` to give
@@ -41,6 +44,30 @@ from milopt.estimators.registry import methods
 from milopt.metrics import bag_folds, standardize
 
 
+def minmax(train: Bags, *others: Bags):
+    """Map every feature to [0, 1] with the training instances' minimum and maximum (constant
+    features: range 1) and apply the same map to the other sets."""
+    lo, hi = train.X.min(axis=0), train.X.max(axis=0)
+    rng = np.where(hi > lo, hi - lo, 1.0)
+    out = tuple(b.with_X((b.X - lo) / rng) for b in (train, *others))
+    return out if others else out[0]
+
+
+def scale_fold(mode, train, *others):
+    """The training fold and the other sets under ``--scale`` (statistics of the training fold)."""
+    if mode == "standard":
+        return standardize(train, *others)
+    if mode == "minmax":
+        return minmax(train, *others)
+    return (train, *others) if others else train
+
+
+def trivial_f(bags, C):
+    """f at w = 0 with the better intercept b = ±1: 2C·min(|P|, |N|) (an upper bound of min f)."""
+    n_pos = int((bags.y == 1).sum())
+    return 2.0 * float(C) * min(n_pos, bags.n_bags - n_pos)
+
+
 def _fit_eval(est, tr, te):
     t0 = time.process_time()
     w0 = time.perf_counter()
@@ -57,21 +84,22 @@ def _fit_eval(est, tr, te):
 
 
 def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, dca_max_iter, dca_time_limit,
-                     dca_solver, log, only_folds=None, threshold="zero", scale=True):
+                     dca_solver, log, only_folds=None, threshold="zero", scale="standard"):
     rows = {"dcmil": [], "dcmil-dca": [], "misvm-heuristic": []}
     reg = methods()
     for f, (tr_ids, te_ids) in enumerate(bag_folds(bags, folds, seed)):
         if only_folds is not None and f not in only_folds:
             continue
         tr, te = bags.subset(tr_ids), bags.subset(te_ids)
-        if scale:
-            tr, te = standardize(tr, te)
+        tr, te = scale_fold(scale, tr, te)
         est = DCMILClassifier(method="dcpca", inner_cv=True, inner_folds=inner_folds, random_state=seed,
                               threshold=threshold)
         r = _fit_eval(est, tr, te)
+        r["f_over_trivial"] = r["objective"] / trivial_f(tr, r["C"])
         rows["dcmil"].append(r)
         log(f"{name} fold {f}: dcmil C={r['C']:g} test={r['test_acc']:.3f} train={r['train_acc']:.3f} "
-            f"cpu={r['cpu_s']:.1f}s nF={r['nF']} f={r['objective']:.4g} crit={r['criticality']:.3g}")
+            f"cpu={r['cpu_s']:.1f}s nF={r['nF']} f={r['objective']:.4g} crit={r['criticality']:.3g} "
+            f"f/f(0)={r['f_over_trivial']:.3g}")
         if "dca" not in skip:
             if dca_inner_cv:
                 dest = DCMILClassifier(method="dca", inner_cv=True, inner_folds=inner_folds, random_state=seed,
@@ -160,7 +188,7 @@ def subproblem_timings(datasets, solvers, time_limit, log):
                 f"objective {r.objective}, f at solution {sol['f']:.6g}")
 
 
-def assemble(paths, folds=10, seed=0, scale=True):
+def assemble(paths, folds=10, seed=0, scale="standard"):
     """Figures table from the per-fold log lines of one or more runs (``--only-folds`` pieces).
 
     nG1, nG2, serious and null steps and the CPU of the final DCPCA fit are recomputed by
@@ -186,7 +214,7 @@ def assemble(paths, folds=10, seed=0, scale=True):
         split = list(bag_folds(bags, folds, seed))
         for f, r in per.items():
             tr, te = split[f]
-            Btr = standardize(bags.subset(tr)) if scale else bags.subset(tr)
+            Btr = scale_fold(scale, bags.subset(tr))
             res = alg.dcpca(Btr, C=r["C"], history=False)
             assert res.extra["nF"] == int(r["nF"]), (data, f, res.extra["nF"], r["nF"])
             assert abs(res.objective - r["f"]) <= 1e-3 * abs(r["f"]) + 1e-3, (res.objective, r["f"])
@@ -237,8 +265,9 @@ def main(argv=None):
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--inner-folds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--scale", choices=["none", "standard"], default="standard",
-                    help="features as given ('none') or standardised with training-fold statistics ('standard')")
+    ap.add_argument("--scale", choices=["none", "standard", "minmax"], default="standard",
+                    help="features as given ('none'), standardised ('standard') or mapped to [0, 1] ('minmax') with "
+                         "training-fold statistics")
     ap.add_argument("--threshold", default="zero",
                     help="decision rule of dcmil and dcmil-dca: 'zero' (default; the paper's sign of max w'x + b), "
                          "'auto' (milopt's default rule) or a number")
@@ -258,7 +287,7 @@ def main(argv=None):
                     help="print the figures table from these run logs and exit")
     a = ap.parse_args(argv)
     if a.assemble:
-        assemble(a.assemble, a.folds, a.seed, a.scale == "standard")
+        assemble(a.assemble, a.folds, a.seed, a.scale)
         return
 
     def log(msg):
@@ -274,7 +303,7 @@ def main(argv=None):
         res[name] = cross_validation(name, bags, a.folds, a.seed, a.inner_folds, set(a.skip), a.dca_inner_cv,
                                      a.dca_max_iter, a.dca_time_limit, a.dca_solver, log,
                                      None if a.only_folds is None else set(a.only_folds), a.threshold,
-                                     a.scale == "standard")
+                                     a.scale)
     out = {"cv": res, "settings": vars(a)}
     if a.random:
         out["random"] = dcpca_vs_dca(a.random, a.dca_solver, log,

@@ -37,7 +37,10 @@ class DCMILClassifier(MILClassifier):
         Cost of the bag errors (ignored when ``inner_cv``).
     inner_cv : bool
         Choose C by an inner stratified K-fold cross-validation (bag accuracy) over ``C_grid``
-        with scikit-learn's ``GridSearchCV`` on this estimator, then refit on all bags.
+        with scikit-learn's ``GridSearchCV`` on this estimator, then refit on all bags; among
+        equally accurate values the first of the grid wins (the smallest C of the paper's
+        ascending grid).  With the features standardised and ``threshold=zero`` this is the
+        MUSK1 protocol of docs/dcmil.md.
     C_grid : sequence of float or str, optional
         Default: the paper's {2^-7, ..., 2^7}; a string "0.5,1,2" is accepted (command line).
     inner_folds : int
