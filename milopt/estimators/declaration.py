@@ -24,7 +24,7 @@ COMMON = ParamSet(
     mip_gap=Float(None, "relative gap at which branch and bound stops", ge=0, lt=1),
     tol=Float(1e-3, "stopping tolerance", gt=0),
     max_iter=Int(50, "maximum number of iterations", ge=1),
-    restarts=Int(1, "random restarts", ge=1),
+    restarts=Int(1, "random restarts", ge=1, le=1000),
     threads=Int(None, "solver threads", ge=1),
     random_state=Int(0, "seed", none=True),
     warm_start=Bool(True, "start the solver from a cheap feasible point"),
