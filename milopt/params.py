@@ -514,7 +514,7 @@ THRESHOLD = Param("float", "auto", "bag decision rule: auto (a threshold chosen 
                   "method's rule), zero (score > 0, the model's own rule) or a number (score > it)",
                   choices=("auto", "zero"), name="threshold")
 
-#: The values ``C='auto'`` chooses among (:meth:`milopt.estimators.base.MILClassifier._choose_C`):
+#: The values ``C='auto'`` chooses among (``MILClassifier._choose_C``):
 #: the grid of the robustness suite's nested cross-validation, two decades around 1.
 AUTO_C_GRID = (0.1, 1.0, 10.0)
 

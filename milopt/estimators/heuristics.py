@@ -165,7 +165,7 @@ class SILClassifier(_KernelMIL):
         Cost per unit of instance weight.  Default 'auto': the value of
         :data:`milopt.params.AUTO_C_GRID` (0.1, 1, 10) whose models, fitted on the inner folds
         of the decision rule, best separate their held-out bags
-        (:meth:`~milopt.estimators.base.MILClassifier._choose_C`; 9 extra fits on two thirds of
+        (``MILClassifier._choose_C``; 9 extra fits on two thirds of
         the bags instead of 3).  Why not a constant: the cost is summed over instances, so the
         right C moves with the bag size and the noise, and in opposite directions across data
         (nested CV chose C = 10 in 3 of 3 folds on 60 bags of 2-8 digits, C = 0.1 in 2 of 3
