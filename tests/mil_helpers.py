@@ -40,3 +40,26 @@ def musk_like(n_bags=40, seed=0):
     pos, neg = np.flatnonzero(b.y == 1), np.flatnonzero(b.y == 0)
     ids = np.sort(np.r_[rng.choice(pos, n_bags // 2, replace=False), rng.choice(neg, n_bags // 2, replace=False)])
     return standardize(b.subset(ids))
+
+
+def node_optimum(eng, active):
+    """The certified optimum of the SVM on the rows ``active`` (the interior point's dual, and the
+    primal value of its point with the best intercept within 1e-7)."""
+    from milopt.qp.svm_ipm import solve_group_dual_ipm
+
+    rows = np.flatnonzero(active)
+    y = eng.y[rows]
+    if np.unique(y).size < 2:
+        return 0.0
+    g, ginv = np.unique(eng.bag_of[rows], return_inverse=True)
+    Ke = eng.K[np.ix_(rows, rows)]
+    r = solve_group_dual_ipm(Ke, y, ginv, eng.costs[g], tol=1e-12)
+    v = r["alpha"] * y
+    raw = Ke @ v
+    best = np.inf
+    for b in np.r_[y - raw, 0.0]:
+        xi = np.zeros(g.size)
+        np.maximum.at(xi, ginv, np.maximum(0.0, 1.0 - y * (raw + b)))
+        best = min(best, 0.5 * v @ raw + eng.costs[g] @ xi)
+    assert best - r["dual"] <= 1e-7 * max(1.0, best)
+    return best

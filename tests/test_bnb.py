@@ -16,7 +16,7 @@ from milopt.data import Bags
 from milopt.errors import UnsupportedProblemError
 from milopt.solvers import SolutionStatus, Termination, installed, solve
 from milopt.algorithms.bnb import MISVMBranchAndBound, mi_objective_best_b, solve_bags
-from mil_helpers import musk_like
+from mil_helpers import musk_like, node_optimum
 
 
 def tiny(seed, n_pos=3, n_neg=3, d=3, max_size=4):
@@ -503,28 +503,6 @@ def test_kick_round_in_a_worker_returns_a_true_objective():
         pool.close()
     assert val >= ref - 1e-7
     assert misvm_bigm.objective_value(bags, bags.X.T @ coef, b, 1.0) == pytest.approx(val, rel=1e-9)
-
-
-def node_optimum(eng, active):
-    """The certified optimum of a node relaxation (the SVM on the rows ``active``)."""
-    from milopt.qp.svm_ipm import solve_group_dual_ipm
-
-    rows = np.flatnonzero(active)
-    y = eng.y[rows]
-    if np.unique(y).size < 2:
-        return 0.0
-    g, ginv = np.unique(eng.bag_of[rows], return_inverse=True)
-    Ke = eng.K[np.ix_(rows, rows)]
-    r = solve_group_dual_ipm(Ke, y, ginv, eng.costs[g], tol=1e-12)
-    v = r["alpha"] * y
-    raw = Ke @ v
-    best = np.inf
-    for b in np.r_[y - raw, 0.0]:
-        xi = np.zeros(g.size)
-        np.maximum.at(xi, ginv, np.maximum(0.0, 1.0 - y * (raw + b)))
-        best = min(best, 0.5 * v @ raw + eng.costs[g] @ xi)
-    assert best - r["dual"] <= 1e-7 * max(1.0, best)
-    return best
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -12,6 +12,7 @@ from milopt.algorithms.bnb.bounds import NEWTON_STEPS, NewtonLookahead, free_set
 from milopt.data import Bags
 from milopt.models import misvm_bigm
 from milopt.models import misvm_kernel_bigm as kb
+from mil_helpers import node_optimum
 
 
 def bags_of(seed, n_pos=6, n_neg=4, d=4, max_size=5):
@@ -80,29 +81,6 @@ def rbf_engine(seed, gamma=0.5):
     K = kb.gram_matrix(bags.X, None, "rbf", gamma, 2, 1.0)
     costs = misvm_bigm.bag_costs(bags, 1.0)
     return MISVMBranchAndBound(None, bags.bag_ptr, bags.y, costs, K=K, qp="ipm")
-
-
-def node_optimum(eng, active):
-    """The certified optimum of the SVM on the rows ``active`` (the interior point's dual, and the
-    primal value of its point with the best intercept within 1e-7)."""
-    from milopt.qp.svm_ipm import solve_group_dual_ipm
-
-    rows = np.flatnonzero(active)
-    y = eng.y[rows]
-    if np.unique(y).size < 2:
-        return 0.0
-    g, ginv = np.unique(eng.bag_of[rows], return_inverse=True)
-    Ke = eng.K[np.ix_(rows, rows)]
-    r = solve_group_dual_ipm(Ke, y, ginv, eng.costs[g], tol=1e-12)
-    v = r["alpha"] * y
-    raw = Ke @ v
-    best = np.inf
-    for b in np.r_[y - raw, 0.0]:
-        xi = np.zeros(g.size)
-        np.maximum.at(xi, ginv, np.maximum(0.0, 1.0 - y * (raw + b)))
-        best = min(best, 0.5 * v @ raw + eng.costs[g] @ xi)
-    assert best - r["dual"] <= 1e-7 * max(1.0, best)
-    return best
 
 
 @pytest.mark.parametrize("seed", range(4))
