@@ -12,8 +12,11 @@ The proofs are in docs/exact_misvm.md.
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import get_lapack_funcs
 
 from milopt.segments import segment_max
+
+from . import _bounds_jit as _jit
 
 
 def mi_objective_best_b(raw, costs, ypos, ptr, w_norm2):
@@ -86,22 +89,15 @@ def pair_step_gains(cand, alpha, active, y, F, caps, groups, gptr, diag, krows):
         a_{ij} = K_{ii} + K_{jj} - 2K_{ij},
 
     for :math:`0 \le t \le t_{\max}` (the partner's room and C_I); the gain is its maximum over
-    t and j (closed form, vectorised).  ``krows(rows, cols)`` returns kernel blocks.
+    t and j (closed form; the loops over candidates and partners compiled, the kernel block
+    ``krows(rows, cols)`` one call).
     """
-    gsum = np.add.reduceat(alpha, gptr[:-1])
-    slack = caps - gsum
-    neg_open = active & (y < 0) & (slack[groups] > 1e-12 * caps[groups])
-    pos_has = active & (y > 0) & (alpha > 0)
-    low = np.flatnonzero(neg_open | pos_has)
+    cand = np.asarray(cand, dtype=np.int64)
+    low, tmax_l = _jit.pair_partners(alpha, active, y, caps, groups, gptr)
     if low.size == 0 or cand.size == 0:
         return np.zeros(cand.size)
-    tmax_j = np.where(y[low] < 0, slack[groups[low]], alpha[low])
-    tmax = np.minimum(tmax_j[None, :], caps[groups[cand]][:, None])
-    diff = F[cand][:, None] - F[low][None, :]
-    a = np.maximum(diag[cand][:, None] + diag[low][None, :] - 2.0 * krows(cand, low), 1e-12)
-    t = np.clip(diff / a, 0.0, tmax)
-    gain = t * diff - 0.5 * a * t * t
-    return np.maximum(gain.max(axis=1), 0.0)
+    return _jit.pair_gains(F[cand], diag[cand], caps[groups[cand]], F[low], diag[low], tmax_l,
+                           np.ascontiguousarray(krows(cand, low), dtype=float))
 
 
 #: step lengths tried by :func:`newton_step_dual`, as multiples of the unconstrained Newton step
@@ -148,7 +144,12 @@ def newton_step_dual(cand, alpha, idx, y, F, caps, groups, krows, diag, msolve, 
 
 class NewtonLookahead:
     """The Newton directions of a node's candidate witnesses (see :func:`newton_step_dual`) and
-    the exact dual objective of projected steps along one or two of them."""
+    the exact dual objective of projected steps along one or two of them.
+
+    The quadratic terms are formed with the Gram block of the Newton rows E (:math:`K_{EE}`,
+    from ``krows``) or, with the linear features ``X`` and more rows than features, in the
+    feature space; either way all trial points of a call are projected in one compiled pass
+    (:mod:`._bounds_jit`) and their quadratic terms need one dense product."""
 
     def __init__(self, cand, alpha, idx, y, F, caps, groups, krows, diag, msolve, X=None):
         cand = np.asarray(cand, dtype=np.int64)
@@ -157,173 +158,72 @@ class NewtonLookahead:
         if self.m == 0 or idx.size == 0:
             return
         yE, yc = y[idx], y[cand]
-        aE = alpha[idx]
-        KEc = krows(idx, cand)
-        QEc = KEc * yE[:, None] * yc[None, :]
-        R = msolve(QEc)
-        v = msolve(yE)
-        yv = float(yE @ v)
-        if not (np.isfinite(yv) and abs(yv) > 0 and np.all(np.isfinite(R))):
+        KEc = np.asarray(krows(idx, cand), dtype=float)
+        # [Q_Ec | y_E]: the candidates' columns and y in one application of M⁻¹
+        rhs = np.empty((idx.size, self.m + 1))
+        np.multiply(KEc, yE[:, None] * yc[None, :], out=rhs[:, :-1])
+        rhs[:, -1] = yE
+        dT, lin, ok = _jit.directions(np.ascontiguousarray(msolve(rhs), dtype=float), yE, yc, F[idx], F[cand])
+        if not ok:
             return
-        mu = (yc - yE @ R) / yv
-        dE = -R - v[:, None] * mu[None, :]
-        self.yE, self.yc, self.aE, self.dE, self.KEc = yE, yc, aE, dE, KEc
-        if X is not None:
-            self.XE, self.xc = X[idx], X[cand]
-            self.yXt = (self.XE * yE[:, None]).T           # (y∘X)_Eᵀ, d × |E|
-            self.KEE = None
-            # features of every direction (E part and the candidate's unit step): κ and cross terms
-            Zd = self.XE.T @ (yE[:, None] * dE) + (self.xc * yc[:, None]).T
-            self.kappa = np.einsum("dm,dm->m", Zd, Zd)
-            self.Zd = Zd
-        else:
+        self.yE, self.yc, self.aE, self.dT, self.lin = yE, yc, alpha[idx], dT, lin
+        self.KEcT = np.ascontiguousarray(KEc.T)
+        self.VT = dT * yE                                   # rows: v_c = y_E∘d_c
+        self.gram = X is None or idx.size <= X.shape[1]
+        if self.gram:
             self._kernel_init(krows, diag[cand])
-        self.lin = yc * F[cand] + (yE * F[idx]) @ dE
-        self.tstar = np.where((self.lin > 0) & (self.kappa > 1e-12), self.lin / np.maximum(self.kappa, 1e-12), 0.0)
+        else:
+            self.XE, self.xc = np.ascontiguousarray(X[idx]), np.ascontiguousarray(X[cand])
+            # features of every direction (E part and the candidate's unit step): κ and cross terms
+            self.ZdT = self.VT @ self.XE + self.xc * yc[:, None]
+            self.kappa = _jit.row_norms2(self.ZdT)
+        self.tstar = _jit.step_lengths(lin, self.kappa)
         self.cap_c = caps[groups[cand]]
-        gE = groups[idx]
         # idx sorted: groups contiguous
-        self.starts = np.concatenate(([0], np.flatnonzero(gE[1:] != gE[:-1]) + 1))
-        self.counts = np.diff(np.append(self.starts, gE.size))
-        self.capE = caps[gE[self.starts]]
-        self.pos = yE > 0
-        if self.KEE is not None:
-            self._kernel_groups()
+        self.gstart, self.capg = _jit.group_starts(groups[idx], caps)
+        self.gpos = yE[self.gstart[:-1]] > 0
         self.ok = True
 
-    # ----------------------------------------------------------------- the Gram-matrix path
+    @property
+    def dE(self):
+        """The directions on the rows E, one column per candidate (|E| × m)."""
+        return self.dT.T
+
     def _kernel_init(self, krows, kdiag):
-        r"""The kernel form's per-node products, formed once: :math:`K_{EE}`, the candidates'
+        r"""The Gram form's per-node products, formed once: :math:`K_{EE}`, the candidates'
         diagonal, :math:`W = K_{EE}(y_E\circ d_E)` (one product for all candidates) and from it
         the curvatures :math:`\kappa = v^\top W + 2 y_c K_{Ec}^\top v + K_{cc}`, v = y_E∘d_E."""
-        self.krows, self.kdiag = krows, kdiag
-        self.KEE = krows(self.idx, self.idx)
-        V = self.yE[:, None] * self.dE
-        self.V, self.W = V, self.KEE @ V
-        self.kappa = (np.einsum("em,em->m", V, self.W) + 2.0 * self.yc * np.einsum("em,em->m", self.KEc, V)
-                      + kdiag)
-        self.Zd = None
+        self.krows, self.kdiag = krows, np.asarray(kdiag, dtype=float)
+        self.KEE = np.ascontiguousarray(krows(self.idx, self.idx), dtype=float)
+        self.WT = self.VT @ self.KEE                         # rows: (K_EE v_c)ᵀ, K_EE symmetric
+        self.kappa = _jit.gram_curvatures(self.VT, self.WT, self.KEcT, self.yc, self.kdiag)
 
-    def _kernel_groups(self):
-        """Group structure of the effective rows for :meth:`_dual_kernel`: each row's group, the
-        0/1 group-membership matrix (group sums as one product) and each group's label (a bag's
-        rows share it)."""
-        nG = self.starts.size
-        self.grow = np.repeat(np.arange(nG), self.counts)
-        self.Gm = np.zeros((nG, self.grow.size))
-        self.Gm[self.grow, np.arange(self.grow.size)] = 1.0
-        self.gy = self.yE[self.starts]
-        self.gpos = self.gy > 0
-        self.gposf, self.gnegf = self.gpos.astype(float), (~self.gpos).astype(float)
+    def _duals(self, I, TI, J, TJ, kIJ, nout):
+        r"""Best exact D over the trial points α + T_I d_I (+ T_J d_J) of each output slot
+        (column p of the trial points belongs to slot p mod ``nout``).
 
-    def _dual_kernel(self, I, TI, J=None, TJ=None, kIJ=None):
-        r"""Exact D at the projected points α + TI d_I (+ TJ d_J) with the Gram matrix, one per
-        column (the same projection as :meth:`_dual`, in group form).
-
-        Clipping at zero gives :math:`A` (rows E); a bag's rows share its label, so with the
-        group sums :math:`s_g` (one product with the membership matrix), the cap scales
-        :math:`S_g` and the side factors :math:`f_g` (:math:`f_p` or :math:`f_n` by the bag's
-        label), the balance sums are :math:`\sum_{g\,\pm} S_g s_g`, :math:`\sum\alpha =
-        \sum_g f_g S_g s_g + T`, and the quadratic term is :math:`b^\top K_{EE} b + 2\beta_I
-        K_{EI}^\top b + \beta_I^2 K_{II}` (+ the J terms) with :math:`b = A\circ(y f S)_{g(e)}`,
-        β = y_c T: one product :math:`K_{EE}B` for all columns.  ``kIJ``: K between the two
-        candidates of each column."""
-        TI = np.minimum(TI, self.cap_c[I])
-        A = self.dE.take(I, axis=1)
-        A *= TI
-        A += self.aE[:, None]
-        pI = self.yc[I] > 0
-        sp, sn = np.where(pI, TI, 0.0), np.where(pI, 0.0, TI)
-        if J is not None:
-            TJ = np.minimum(TJ, self.cap_c[J])
-            A += self.dE.take(J, axis=1) * TJ
-            pJ = self.yc[J] > 0
-            sp += np.where(pJ, TJ, 0.0)
-            sn += np.where(pJ, 0.0, TJ)
-        np.maximum(A, 0.0, out=A)
-        gs = self.Gm @ A
-        cap = self.capE[:, None]
-        S = np.where(gs > cap, cap / np.maximum(gs, 1e-300), 1.0)
-        gS = gs * S
-        sp += self.gposf @ gS
-        sn += self.gnegf @ gS
-        fp = np.where(sp > sn, sn / np.maximum(sp, 1e-300), 1.0)
-        fn = np.where(sn > sp, sp / np.maximum(sn, 1e-300), 1.0)
-        # y_g f_g S_g per group: the multipliers' signed scale
-        fy = np.where(self.gpos[:, None], fp, -fn)
-        fy *= S
-        tI = TI * np.where(pI, fp, fn)
-        bI = np.where(pI, tI, -tI)
-        total = self.gy @ (gs * fy) + tI
-        B = A
-        B *= fy.take(self.grow, axis=0)
-        cI = np.einsum("em,em->m", self.KEc.take(I, axis=1), B)
-        q = np.einsum("em,em->m", B, self.KEE @ B) + bI * (2.0 * cI + bI * self.kdiag[I])
-        if J is not None:
-            tJ = TJ * np.where(pJ, fp, fn)
-            bJ = np.where(pJ, tJ, -tJ)
-            total += tJ
-            cJ = np.einsum("em,em->m", self.KEc.take(J, axis=1), B)
-            q += bJ * (2.0 * cJ + bJ * self.kdiag[J]) + 2.0 * bI * bJ * kIJ
-        D = total - 0.5 * q
-        return np.where(np.isfinite(D), D, -np.inf)
-
-    def _best(self, I, steps_I, J=None, steps_J=None, kIJ=None):
-        """Best exact D over the trial step lengths (rows of ``steps_I`` / ``steps_J``): with the
-        Gram matrix all trial points in one evaluation (:meth:`_dual_kernel`; ``kIJ`` = K
-        between the candidates I[p] and J[p]), else one :meth:`_dual` per step length."""
-        best = np.full(I.size, -np.inf)
-        if self.KEE is None:
-            for k in range(len(steps_I)):
-                best = np.maximum(best, self._dual(I, steps_I[k], J, None if J is None else steps_J[k]))
-            return best
-        n = len(steps_I)
-        TI = np.concatenate(steps_I)
-        if J is None:
-            D = self._dual_kernel(np.tile(I, n), TI)
-        else:
-            D = self._dual_kernel(np.tile(I, n), TI, np.tile(J, n), np.concatenate(steps_J), np.tile(kIJ, n))
-        return np.maximum(best, D.reshape(n, I.size).max(axis=0))
-
-    def _dual(self, I, TI, J=None, TJ=None):
-        """Exact D at the projected points α + TI d_I (+ TJ d_J), one per column (linear
-        features; the Gram-matrix form is :meth:`_dual_kernel`)."""
-        TI = np.minimum(TI, self.cap_c[I])
-        A = self.aE[:, None] + self.dE[:, I] * TI[None, :]
-        if J is not None:
-            TJ = np.minimum(TJ, self.cap_c[J])
-            A += self.dE[:, J] * TJ[None, :]
-        A = np.maximum(A, 0.0)
-        # group caps (a candidate's group holds only that candidate: T ≤ its cap)
-        gs = np.add.reduceat(A, self.starts, axis=0)
-        scale = np.where(gs > self.capE[:, None], self.capE[:, None] / np.maximum(gs, 1e-300), 1.0)
-        A *= np.repeat(scale, self.counts, axis=0)
-        yc, pos = self.yc, self.pos
-        sp = A[pos].sum(axis=0) + np.where(yc[I] > 0, TI, 0.0)
-        sn = A[~pos].sum(axis=0) + np.where(yc[I] < 0, TI, 0.0)
-        if J is not None:
-            sp += np.where(yc[J] > 0, TJ, 0.0)
-            sn += np.where(yc[J] < 0, TJ, 0.0)
-        fp = np.where(sp > sn, sn / np.maximum(sp, 1e-300), 1.0)
-        fn = np.where(sn > sp, sp / np.maximum(sn, 1e-300), 1.0)
-        A = np.where(pos[:, None], A * fp[None, :], A * fn[None, :])
-        TI = TI * np.where(yc[I] > 0, fp, fn)
-        total = A.sum(axis=0) + TI
-        if J is not None:
-            TJ = TJ * np.where(yc[J] > 0, fp, fn)
-            total += TJ
-        Z = self.yXt @ A + (self.xc[I] * (TI * yc[I])[:, None]).T
-        if J is not None:
-            Z += (self.xc[J] * (TJ * yc[J])[:, None]).T
-        q = np.einsum("dm,dm->m", Z, Z)
-        D = total - 0.5 * q
-        return np.where(np.isfinite(D), D, -np.inf)
+        Each point is made exactly dual feasible in one compiled pass
+        (:func:`._bounds_jit.project_columns`: T at most C of the candidate's bag, clip at 0, each
+        bag scaled to its cap, the larger side of Σ yα = 0 scaled down, per bag: a bag's rows
+        share its label); with b = y∘α on E and the candidates' signed multipliers b_I, b_J the
+        quadratic term is :math:`b^\top K_{EE} b + 2b_I K_{EI}^\top b + b_I^2 K_{II}` (+ the J
+        terms and :math:`2b_Ib_JK_{IJ}`; ``kIJ``: K between the candidates of each slot), one
+        product :math:`K_{EE}B` for all points, or :math:`\lVert X_E^\top b + b_I x_I + b_J
+        x_J\rVert^2` in the feature space."""
+        BT, bI, bJ, total = _jit.project_columns(self.aE, self.dT, self.yE, self.gstart, self.capg, self.gpos,
+                                                 self.yc, self.cap_c, I, TI, J, TJ)
+        if self.gram:
+            return _jit.finish_gram(BT, BT @ self.KEE, self.KEcT, self.kdiag, I, J, bI, bJ, kIJ, total, nout)
+        return _jit.finish_features(BT @ self.XE, self.xc, I, J, bI, bJ, total, nout)
 
     def single(self):
         """Best exact D over the step lengths :data:`NEWTON_STEPS` along each candidate's direction."""
         if not self.ok:
             return np.full(self.m, -np.inf)
-        return self._best(np.arange(self.m), [c * self.tstar for c in NEWTON_STEPS])
+        steps = np.asarray(NEWTON_STEPS)
+        I = np.tile(np.arange(self.m, dtype=np.int64), steps.size)
+        TI = (steps[:, None] * self.tstar[None, :]).ravel()
+        return self._duals(I, TI, _NO_ROWS, _NO_VALUES, _NO_VALUES, self.m)
 
     def pairs(self, I, J):
         """Best exact D of joint steps along the directions of candidates I[p] and J[p] (two
@@ -332,29 +232,25 @@ class NewtonLookahead:
         :data:`NEWTON_STEPS`."""
         I = np.asarray(I, dtype=np.int64)
         J = np.asarray(J, dtype=np.int64)
-        best = np.full(I.size, -np.inf)
         if not self.ok or I.size == 0:
-            return best
-        kIJ = None
-        if self.Zd is not None:
-            kij = np.einsum("dp,dp->p", self.Zd[:, I], self.Zd[:, J])
-        else:
-            # d_Iᵀ Q d_J from W = K_EE (y∘d_E), formed once per node
-            V, KEc, yc = self.V, self.KEc, self.yc
+            return np.full(I.size, -np.inf)
+        if self.gram:
+            # d_Iᵀ Q d_J from W = K_EE (y∘d_E), formed once per node; K_IJ gathered for the pairs only
             uI, iI = np.unique(I, return_inverse=True)
             uJ, iJ = np.unique(J, return_inverse=True)
-            kIJ = self.krows(self.cand[uI], self.cand[uJ])[iI, iJ]
-            kij = (np.einsum("ep,ep->p", V[:, I], self.W[:, J]) + yc[J] * np.einsum("ep,ep->p", V[:, I], KEc[:, J])
-                   + yc[I] * np.einsum("ep,ep->p", KEc[:, I], V[:, J]) + yc[I] * yc[J] * kIJ)
-        ki, kj, li, lj = self.kappa[I], self.kappa[J], self.lin[I], self.lin[J]
-        det = ki * kj - kij * kij
-        with np.errstate(all="ignore"):
-            ti = (kj * li - kij * lj) / det
-            tj = (ki * lj - kij * li) / det
-        joint = (det > 1e-12 * np.maximum(ki * kj, 1e-300)) & (ti > 0) & (tj > 0)
-        ti = np.where(joint, ti, self.tstar[I])
-        tj = np.where(joint, tj, 0.0)
-        return self._best(I, [c * ti for c in NEWTON_STEPS], J, [c * tj for c in NEWTON_STEPS], kIJ)
+            kIJ = np.asarray(self.krows(self.cand[uI], self.cand[uJ]), dtype=float)[iI, iJ]
+            kij = _jit.gram_cross(self.VT, self.WT, self.KEcT, self.yc, kIJ, I, J)
+        else:
+            kIJ = _NO_VALUES
+            kij = _jit.feature_cross(self.ZdT, I, J)
+        steps = np.asarray(NEWTON_STEPS)
+        TI, TJ = _jit.joint_steps(I, J, self.kappa, self.lin, self.tstar, kij, steps)
+        return self._duals(np.tile(I, steps.size), TI, np.tile(J, steps.size), TJ, kIJ, I.size)
+
+
+#: no second candidate (the single steps of :meth:`NewtonLookahead.single`)
+_NO_ROWS = np.empty(0, dtype=np.int64)
+_NO_VALUES = np.empty(0)
 
 
 def free_set_newton(alpha, idx, y, groups, caps, krows, X=None, zero=1e-9, ridge=1e-2, block=1e4):
@@ -368,34 +264,25 @@ def free_set_newton(alpha, idx, y, groups, caps, krows, X=None, zero=1e-9, ridge
     with the sums of bags at their cap blocked by a large W, as the interior-point method's own
     Newton matrix does near the optimum.  One Cholesky factorisation of the free set's size.
     """
-    import scipy.linalg as sla
-
     a = alpha[idx]
     cap = caps[groups[idx]]
     f = idx[a > zero * cap]
     if f.size == 0:
         return f, None
-    yf = y[f]
-    if X is not None:
-        Xf = X[f] * yf[:, None]
-        M = Xf @ Xf.T
-    else:
-        M = krows(f, f) * np.outer(yf, yf)
-    n = f.size
-    scale = max(float(np.mean(np.diag(M))), 1e-12)
-    gf = groups[f]
-    gsum = np.bincount(groups[idx], weights=a, minlength=caps.size)
-    sat = gsum >= caps * (1.0 - 1e-9)
-    same = (gf[:, None] == gf[None, :]) & sat[gf][:, None]
-    M += block * scale * same
-    M[np.diag_indices(n)] += ridge * scale
-    try:
-        cf = sla.cho_factor(M, lower=True, check_finite=False)
-    except np.linalg.LinAlgError:
-        return f, None
-    # the inverse of the (small: the free set) matrix once, then products: the look-ahead
-    # applies M⁻¹ to all candidates' columns and to y, and a product costs less than the two
-    # triangular solves of each application (the direction is a guess either way: the bound is
+    Kff = X[f] @ X[f].T if X is not None else np.array(krows(f, f), dtype=float)
+    M = _jit.newton_matrix(Kff, y[f], groups[f], _jit.saturated(alpha, idx, groups, caps), block, ridge)
+    # the inverse of the (small: the free set) matrix once (LAPACK potrf and potri), then
+    # products: the look-ahead applies M⁻¹ to all candidates' columns and to y in one product,
+    # which costs less than triangular solves (the direction is a guess either way: the bound is
     # weak duality at the projected point)
-    Minv = sla.cho_solve(cf, np.eye(n), check_finite=False)
+    L, info = _POTRF(M, lower=1, clean=0, overwrite_a=1)
+    if info != 0:
+        return f, None
+    Minv, info = _POTRI(L, lower=1, overwrite_c=1)
+    if info != 0:
+        return f, None
+    Minv = _jit.symmetrise_lower(Minv)
     return f, lambda r: Minv @ r
+
+
+_POTRF, _POTRI = get_lapack_funcs(("potrf", "potri"), dtype=np.float64)

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from ._bounds_jit import bag_pairs, two_bag_best
 from .bounds import NewtonLookahead, free_set_newton, pair_step_gains
 from .branching import BranchContext
 
@@ -247,19 +248,8 @@ class NodeEvaluation:
         if others.size == 0:
             return gk
         others = others[np.argsort(-bag_min[others], kind="stable")[: self.pair_bags]]
-        ik = at[sel]
-        I_parts, J_parts, seg = [], [], []
-        for J in others:
-            jj = at[owner == J]
-            I_parts.append(np.repeat(ik, jj.size))
-            J_parts.append(np.tile(jj, ik.size))
-            seg.append(jj.size)
+        # the pairs (i, j), bag by bag, and the minimum over each bag's j: compiled loops
+        I, J, seg = bag_pairs(at[sel], owner, at, others)
         with np.errstate(all="ignore"):
-            Dp = look.pairs(np.concatenate(I_parts), np.concatenate(J_parts))
-        best = gk.copy()
-        off = 0
-        for n_j in seg:
-            block = Dp[off: off + ik.size * n_j].reshape(ik.size, n_j)
-            off += ik.size * n_j
-            best = np.maximum(best, block.min(axis=1) - D)
-        return best
+            Dp = look.pairs(I, J)
+        return two_bag_best(Dp, seg, np.ascontiguousarray(gk, dtype=float), float(D))
