@@ -100,10 +100,12 @@ def pair_step_gains(cand, alpha, active, y, F, caps, groups, gptr, diag, krows):
                            np.ascontiguousarray(krows(cand, low), dtype=float))
 
 
-#: step lengths tried by :func:`newton_step_dual`, as multiples of the unconstrained Newton step
-#: (on MUSK1 nodes the best multiple is 0.25-0.75 for four candidates in five: clipping at zero
-#: shortens the useful step)
-NEWTON_STEPS = (0.25, 0.5, 0.75)
+#: step lengths tried by :func:`newton_step_dual` and the joint steps, as multiples of the
+#: unconstrained Newton step (clipping at zero shortens the useful step; with the compiled
+#: look-ahead five multiples cost little more than three, and the whole step and an eighth of it
+#: close more: the proof of nested:musk1:30 with the RBF kernel takes 7,120 nodes against 8,691
+#: with ¼, ½, ¾)
+NEWTON_STEPS = (0.125, 0.25, 0.5, 0.75, 1.0)
 
 
 def newton_step_dual(cand, alpha, idx, y, F, caps, groups, krows, diag, msolve, X=None):
