@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from milopt.algorithms.bnb import MISVMBranchAndBound
-from milopt.algorithms.bnb.bounds import (NEWTON_STEPS, NewtonLookahead, free_set_newton, pair_step_gains,
-                                          project_dual)
+from milopt.algorithms.bnb.bounds import (JOINT_DET, NEWTON_STEPS, NewtonLookahead, free_set_newton,
+                                          pair_step_gains, project_dual)
 from milopt.data import Bags
 from milopt.models import misvm_bigm
 from milopt.models import misvm_kernel_bigm as kb
@@ -107,7 +107,7 @@ def test_gram_lookahead_equals_the_direct_projected_duals(seed):
                 ki, kj, li, lj = look.kappa[i], look.kappa[j], look.lin[i], look.lin[j]
                 det = ki * kj - kij * kij
                 ti, tj = (kj * li - kij * lj) / det, (ki * lj - kij * li) / det
-                if not (det > 1e-12 * max(ki * kj, 1e-300) and ti > 0 and tj > 0):
+                if not (det > JOINT_DET * max(ki * kj, 1e-300) and ti > 0 and tj > 0):
                     ti, tj = look.tstar[i], 0.0
                 want = max(direct_dual(eng, look, alpha, [(i, c * ti), (j, c * tj)]) for c in NEWTON_STEPS)
                 assert v == pytest.approx(want, rel=1e-9, abs=1e-10)
@@ -223,7 +223,7 @@ def ref_joint_steps(look, kij, I, J):
     det = ki * kj - kij * kij
     with np.errstate(all="ignore"):
         ti, tj = (kj * li - kij * lj) / det, (ki * lj - kij * li) / det
-    joint = (det > 1e-12 * np.maximum(ki * kj, 1e-300)) & (ti > 0) & (tj > 0)
+    joint = (det > JOINT_DET * np.maximum(ki * kj, 1e-300)) & (ti > 0) & (tj > 0)
     return np.where(joint, ti, look.tstar[I]), np.where(joint, tj, 0.0)
 
 

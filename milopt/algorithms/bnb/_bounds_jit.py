@@ -322,10 +322,10 @@ def finish_features(ZT, xc, I, J, bI, bJ, total, nout):
 
 
 @_jit
-def joint_steps(I, J, kappa, lin, tstar, kij, steps):
+def joint_steps(I, J, kappa, lin, tstar, kij, steps, det_tol):
     r"""Trial step lengths of the joint steps along the directions of I[p] and J[p]: the
     maximiser of the quadratic model ℓ_I t_I + ℓ_J t_J − ½(κ_I t_I² + 2k_IJ t_I t_J + κ_J t_J²)
-    where it is positive in both (and the 2 × 2 system is not singular), else (t*_I, 0); each
+    where it is positive in both and κ_Iκ_J − k_IJ² > ``det_tol``·κ_Iκ_J, else (t*_I, 0); each
     scaled by the multiples ``steps`` (columns ordered step-major)."""
     npair = I.size
     ns = steps.size
@@ -340,7 +340,7 @@ def joint_steps(I, J, kappa, lin, tstar, kij, steps):
         det = ki * kj - c * c
         ti = (kj * li - c * lj) / det
         tj = (ki * lj - c * li) / det
-        if not (det > 1e-12 * max(ki * kj, 1e-300) and ti > 0 and tj > 0):
+        if not (det > det_tol * max(ki * kj, 1e-300) and ti > 0 and tj > 0):
             ti = tstar[I[p]]
             tj = 0.0
         for s in range(ns):

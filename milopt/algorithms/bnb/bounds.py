@@ -107,6 +107,11 @@ def pair_step_gains(cand, alpha, active, y, F, caps, groups, gptr, diag, krows):
 #: with ¼, ½, ¾)
 NEWTON_STEPS = (0.125, 0.25, 0.5, 0.75, 1.0)
 
+#: the joint steps of :meth:`NewtonLookahead.pairs` solve their 2 × 2 model only where
+#: κ_Iκ_J − k_IJ² exceeds this fraction of κ_Iκ_J (else the step along I alone): a nearly singular
+#: model determines no step length (rounding of 1e-16 in the curvatures moved its maximiser by 1e-6)
+JOINT_DET = 1e-6
+
 
 def newton_step_dual(cand, alpha, idx, y, F, caps, groups, krows, diag, msolve, X=None):
     r"""Dual objective reached by a projected Newton step that brings each candidate row into the
@@ -230,8 +235,8 @@ class NewtonLookahead:
     def pairs(self, I, J):
         """Best exact D of joint steps along the directions of candidates I[p] and J[p] (two
         different bags): the step lengths maximise the quadratic model of D in (t_I, t_J)
-        (one direction alone where the joint maximiser is not positive), scaled by
-        :data:`NEWTON_STEPS`."""
+        (one direction alone where the joint maximiser is not positive or the model is nearly
+        singular, :data:`JOINT_DET`), scaled by :data:`NEWTON_STEPS`."""
         I = np.asarray(I, dtype=np.int64)
         J = np.asarray(J, dtype=np.int64)
         if not self.ok or I.size == 0:
@@ -246,7 +251,7 @@ class NewtonLookahead:
             kIJ = _NO_VALUES
             kij = _jit.feature_cross(self.ZdT, I, J)
         steps = np.asarray(NEWTON_STEPS)
-        TI, TJ = _jit.joint_steps(I, J, self.kappa, self.lin, self.tstar, kij, steps)
+        TI, TJ = _jit.joint_steps(I, J, self.kappa, self.lin, self.tstar, kij, steps, JOINT_DET)
         return self._duals(np.tile(I, steps.size), TI, np.tile(J, steps.size), TJ, kIJ, I.size)
 
 
