@@ -179,9 +179,9 @@ def row_norms2(ZT):
 
 @_jit
 def group_starts(gE, capsv):
-    """``(gstart, capg)`` of the contiguous groups of the sorted rows' groups ``gE``: the first
-    row of each group and an end sentinel, and each group's cap (``capsv``: the caps of all
-    groups)."""
+    """``(gstart, capg, grow)`` of the contiguous groups of the sorted rows' groups ``gE``: the
+    first row of each group and an end sentinel, each group's cap (``capsv``: the caps of all
+    groups) and each row's group (0, 1, ...)."""
     E = gE.size
     gstart = np.empty(E + 1, np.int64)
     nG = 0
@@ -191,29 +191,31 @@ def group_starts(gE, capsv):
             nG += 1
     gstart[nG] = E
     capg = np.empty(nG)
+    grow = np.empty(E, np.int64)
     for g in range(nG):
         capg[g] = capsv[gE[gstart[g]]]
-    return gstart[: nG + 1], capg
+        for e in range(gstart[g], gstart[g + 1]):
+            grow[e] = g
+    return gstart[: nG + 1], capg, grow
 
 
 @_jit
-def project_columns(aE, dT, yE, gstart, capg, gpos, yc, capc, I, TI, J, TJ):
+def project_columns(aE, dT, yE, grow, capg, gpos, yc, capc, I, TI, J, TJ, BT):
     r"""The trial points α_E + T_I d_I (+ T_J d_J) made exactly dual feasible, one per column p
     (I[p], T_I[p], and J[p], T_J[p] when J is not empty), by the steps of
     :func:`.bounds.project_dual`: T at most the candidate's cap; clip at 0; each group scaled
-    down to its cap; the larger side of Σ yα = 0 scaled down.  Returns ``(BT, bI, bJ, total)``:
-    the signed multipliers y∘α of the rows E (row p of ``BT``), the candidates' signed
-    multipliers, and Σα of each point."""
+    down to its cap; the larger side of Σ yα = 0 scaled down.  ``grow``: each row's group.
+    Writes the signed multipliers y∘α of the rows E into row p of ``BT`` and returns
+    ``(bI, bJ, total)``: the candidates' signed multipliers and Σα of each point."""
     ncol = I.size
     E = aE.size
-    nG = gstart.size - 1
+    nG = capg.size
     hasJ = J.size > 0
-    BT = np.empty((ncol, E))
     bI = np.empty(ncol)
     bJ = np.zeros(ncol)
     total = np.empty(ncol)
-    gsS = np.empty(nG)
-    Sg = np.empty(nG)
+    gs = np.empty(nG)
+    sc = np.empty(nG)
     for p in range(ncol):
         i = I[p]
         ti = min(TI[p], capc[i])
@@ -223,11 +225,20 @@ def project_columns(aE, dT, yE, gstart, capg, gpos, yc, capc, I, TI, J, TJ):
             j = J[p]
             tj = min(TJ[p], capc[j])
         row = BT[p]
-        for e in range(E):
-            a = dT[i, e] * ti + aE[e]
-            if hasJ:
-                a += dT[j, e] * tj
-            row[e] = max(a, 0.0)
+        di = dT[i]
+        dj = dT[j]
+        gs[:] = 0.0
+        # one pass over the rows: the clipped point and each bag's sum
+        if hasJ:
+            for e in range(E):
+                a = max(di[e] * ti + aE[e] + dj[e] * tj, 0.0)
+                row[e] = a
+                gs[grow[e]] += a
+        else:
+            for e in range(E):
+                a = max(di[e] * ti + aE[e], 0.0)
+                row[e] = a
+                gs[grow[e]] += a
         sp = ti if yc[i] > 0 else 0.0
         sn = 0.0 if yc[i] > 0 else ti
         if hasJ:
@@ -236,12 +247,10 @@ def project_columns(aE, dT, yE, gstart, capg, gpos, yc, capc, I, TI, J, TJ):
             else:
                 sn += tj
         for g in range(nG):
-            s = 0.0
-            for e in range(gstart[g], gstart[g + 1]):
-                s += row[e]
+            s = gs[g]
             S = capg[g] / max(s, 1e-300) if s > capg[g] else 1.0
-            Sg[g] = S
-            gsS[g] = s * S
+            sc[g] = S
+            gs[g] = s * S
             if gpos[g]:
                 sp += s * S
             else:
@@ -250,11 +259,14 @@ def project_columns(aE, dT, yE, gstart, capg, gpos, yc, capc, I, TI, J, TJ):
         fn = sp / max(sn, 1e-300) if sn > sp else 1.0
         tot = 0.0
         for g in range(nG):
-            f = fp if gpos[g] else fn
-            tot += gsS[g] * f
-            sc = f * Sg[g] * yE[gstart[g]]
-            for e in range(gstart[g], gstart[g + 1]):
-                row[e] *= sc
+            if gpos[g]:
+                tot += gs[g] * fp
+                sc[g] = fp * sc[g]
+            else:
+                tot += gs[g] * fn
+                sc[g] = -(fn * sc[g])
+        for e in range(E):
+            row[e] *= sc[grow[e]]
         t = ti * (fp if yc[i] > 0 else fn)
         tot += t
         bI[p] = t * yc[i]
@@ -263,7 +275,7 @@ def project_columns(aE, dT, yE, gstart, capg, gpos, yc, capc, I, TI, J, TJ):
             tot += t
             bJ[p] = t * yc[j]
         total[p] = tot
-    return BT, bI, bJ, total
+    return bI, bJ, total
 
 
 @_jit

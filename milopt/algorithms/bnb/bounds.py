@@ -11,6 +11,8 @@ The proofs are in docs/exact_misvm.md.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from scipy.linalg import get_lapack_funcs
 
@@ -187,7 +189,7 @@ class NewtonLookahead:
         self.tstar = _jit.step_lengths(lin, self.kappa)
         self.cap_c = caps[groups[cand]]
         # idx sorted: groups contiguous
-        self.gstart, self.capg = _jit.group_starts(groups[idx], caps)
+        self.gstart, self.capg, self.grow = _jit.group_starts(groups[idx], caps)
         self.gpos = yE[self.gstart[:-1]] > 0
         self.ok = True
 
@@ -217,11 +219,14 @@ class NewtonLookahead:
         terms and :math:`2b_Ib_JK_{IJ}`; ``kIJ``: K between the candidates of each slot), one
         product :math:`K_{EE}B` for all points, or :math:`\lVert X_E^\top b + b_I x_I + b_J
         x_J\rVert^2` in the feature space."""
-        BT, bI, bJ, total = _jit.project_columns(self.aE, self.dT, self.yE, self.gstart, self.capg, self.gpos,
-                                                 self.yc, self.cap_c, I, TI, J, TJ)
+        BT = _workspace(0, (I.size, self.aE.size))
+        bI, bJ, total = _jit.project_columns(self.aE, self.dT, self.yE, self.grow, self.capg, self.gpos, self.yc,
+                                             self.cap_c, I, TI, J, TJ, BT)
         if self.gram:
-            return _jit.finish_gram(BT, BT @ self.KEE, self.KEcT, self.kdiag, I, J, bI, bJ, kIJ, total, nout)
-        return _jit.finish_features(BT @ self.XE, self.xc, I, J, bI, bJ, total, nout)
+            KB = np.matmul(BT, self.KEE, out=_workspace(1, BT.shape))
+            return _jit.finish_gram(BT, KB, self.KEcT, self.kdiag, I, J, bI, bJ, kIJ, total, nout)
+        ZT = np.matmul(BT, self.XE, out=_workspace(1, (I.size, self.XE.shape[1])))
+        return _jit.finish_features(ZT, self.xc, I, J, bI, bJ, total, nout)
 
     def single(self):
         """Best exact D over the step lengths :data:`NEWTON_STEPS` along each candidate's direction."""
@@ -253,6 +258,22 @@ class NewtonLookahead:
         steps = np.asarray(NEWTON_STEPS)
         TI, TJ = _jit.joint_steps(I, J, self.kappa, self.lin, self.tstar, kij, steps, JOINT_DET)
         return self._duals(np.tile(I, steps.size), TI, np.tile(J, steps.size), TJ, kIJ, I.size)
+
+
+_WORK = threading.local()
+
+
+def _workspace(k, shape):
+    """Scratch array ``k`` of this thread, reshaped to ``shape`` (grown when too small): the
+    trial points and their products are large, short-lived and formed at every node, and
+    fresh memory of that size costs page faults on every node."""
+    size = int(np.prod(shape))
+    bufs = getattr(_WORK, "bufs", None)
+    if bufs is None:
+        bufs = _WORK.bufs = [np.empty(0), np.empty(0)]
+    if bufs[k].size < size:
+        bufs[k] = np.empty(max(size, 2 * bufs[k].size))
+    return bufs[k][:size].reshape(shape)
 
 
 #: no second candidate (the single steps of :meth:`NewtonLookahead.single`)
