@@ -139,8 +139,9 @@ def newton_step_dual(cand, alpha, idx, y, F, caps, groups, krows, diag, msolve, 
     C of the candidate's bag) is made exactly dual feasible by the steps of :func:`project_dual`
     (clip at 0, scale groups to their caps, scale the larger side of Σ yα = 0), and its dual
     objective is evaluated exactly; the value is the best over the trial points.  ``krows(rows,
-    cols)`` gives kernel blocks and ``diag`` the kernel's diagonal.  With the linear features ``X`` the quadratic terms are formed in the feature space
-    (d × m products instead of n × m).
+    cols)`` gives kernel blocks and ``diag`` the kernel's diagonal.  With the linear features ``X``
+    and more rows in ``idx`` than features the quadratic terms are formed in the feature space
+    (d × m products instead of |E| × m).
 
     The direction is only a guess; the bound is weak duality at the projected point, so it is
     valid whatever ``msolve`` is (:class:`NewtonLookahead` also takes steps along two
@@ -267,9 +268,10 @@ def _workspace(k, shape):
     """Scratch array ``k`` of this thread, reshaped to ``shape`` (grown when too small): the
     trial points and their products are large, short-lived and formed at every node, and
     fresh memory of that size costs page faults on every node."""
-    size = int(np.prod(shape))
-    bufs = getattr(_WORK, "bufs", None)
-    if bufs is None:
+    size = shape[0] * shape[1]
+    try:
+        bufs = _WORK.bufs
+    except AttributeError:
         bufs = _WORK.bufs = [np.empty(0), np.empty(0)]
     if bufs[k].size < size:
         bufs[k] = np.empty(max(size, 2 * bufs[k].size))
