@@ -239,6 +239,7 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         scikit-learn's ``LogisticRegressionCV`` chooses its C; the cost is
         :attr:`threshold_folds` fits per grid value on two thirds of the bags, besides the final
         fit.  ``C=1`` when a class has fewer than 2 bags or no grid value's inner fits succeed.
+        With K > 2 classes: :meth:`_choose_C_multiclass`.
         Returns the chosen value's inner scores (for :meth:`_choose_threshold`), else None;
         ``fit_info_['chosen_C']`` and ``C_grid_scores_`` (``{C: balanced accuracy}``) record the
         choice."""
