@@ -163,6 +163,8 @@ def test_k_classes(K):
     y = np.where(B.y == 1, 1, -1) if K == 2 else np.array([10, 20, 30])[B.y]     # other label codings
     est2 = PDMISVMClassifier().fit(lists, y)
     assert est2.classes_.size == K
+    # C='auto' (K > 2: by the inner folds' argmax balanced accuracy), the same choice whatever the labels
+    assert sorted(est.C_grid_scores_) == [0.1, 1.0, 10.0] and est.fit_info_["chosen_C"] == est.C_ == est2.C_
     np.testing.assert_allclose(est2.bag_responses(lists), est.bag_responses(B))
 
 
