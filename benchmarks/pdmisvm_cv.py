@@ -3,10 +3,11 @@
 For each data set: stratified 10-fold CV over bags (``milopt.metrics.cross_validate``,
 features standardised on the training folds, seed 0) of
 
-* ``pdmisvm`` linear, exact W update, pdMISVM.jl defaults (C=1, mu=1e-3, rho=1.2);
+* ``pdmisvm`` linear, exact W update, pdMISVM.jl's defaults (C=1, mu=1e-3, rho=1.2; milopt's
+  default C is ``'auto'``, C=1 is set here);
 * ``pdmisvm`` linear with the reference MUSK setting (C=1e3, mu=1e-5);
-* ``pdmisvm`` inexact W update (defaults);
-* ``pdmisvm`` RBF kernel (gamma = 1/n_features; exact Gram matrix on MUSK1, ``--nystroem``
+* ``pdmisvm`` inexact W update (C=1, the other keys default);
+* ``pdmisvm`` RBF kernel (C=1, gamma = 1/n_features; exact Gram matrix on MUSK1, ``--nystroem``
   landmarks on MUSK2, whose training folds have ~5,900 instances);
 * ``pdmisvm`` with the paper's settings (Seo et al. 2022, Section 4.1): ``preset=paper-rbf``
   (exact W update with the RBF kernel, C=1e-3, mu_0=1e-10, tol=1e-5; Nystroem on MUSK2 as
@@ -39,11 +40,11 @@ from milopt.metrics import cross_validate
 
 def configs(dataset, args):
     out = [
-        ("pdmisvm linear exact (C=1, mu=1e-3)", "pdmisvm", {"variant": "exact"}),
+        ("pdmisvm linear exact (C=1, mu=1e-3)", "pdmisvm", {"variant": "exact", "C": 1.0}),
         ("pdmisvm linear exact (C=1e3, mu=1e-5)", "pdmisvm", {"variant": "exact", "C": 1e3, "mu": 1e-5}),
-        ("pdmisvm linear inexact (C=1, mu=1e-3)", "pdmisvm", {"variant": "inexact"}),
+        ("pdmisvm linear inexact (C=1, mu=1e-3)", "pdmisvm", {"variant": "inexact", "C": 1.0}),
     ]
-    rbf = {"variant": "kernel", "kernel": "rbf", "gamma": "auto"}
+    rbf = {"variant": "kernel", "kernel": "rbf", "gamma": "auto", "C": 1.0}
     if dataset == "musk2":
         rbf["n_components"] = args.nystroem
     out.append((f"pdmisvm rbf (gamma=1/d{', Nystroem %d' % args.nystroem if dataset == 'musk2' else ', exact Gram'})",

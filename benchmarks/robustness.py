@@ -34,6 +34,7 @@ Usage::
     python benchmarks/robustness.py --quick --repeats 3 --methods sil --rows rows.jsonl
     python benchmarks/robustness.py --quick --no-tune --set C=1 --methods sil   # a former default
     python benchmarks/robustness.py --table rows.jsonl --repeat 0              # one split's table
+    python benchmarks/robustness.py --quick --repeats 3 --from-repeat 1 --rows rows.jsonl  # add splits 1, 2
 
 Cells run in parallel with joblib (``--jobs``, default 2); each prints one row as it ends.
 """
@@ -195,14 +196,16 @@ def summarise(regime, method, rows) -> dict:
     return out
 
 
-def run(methods, regimes, k, seed=0, jobs=2, do_tune=True, echo=print, rows_out=None, repeats=1, params=None):
-    """Every (method, regime) cell over ``repeats`` K-fold splits; returns the list of summaries.
-    ``rows_out``: a file to which each fold's row is appended (JSON lines) as soon as it is measured."""
+def run(methods, regimes, k, seed=0, jobs=2, do_tune=True, echo=print, rows_out=None, repeats=1, params=None,
+        first_repeat=0):
+    """Every (method, regime) cell over the K-fold splits ``first_repeat``, ..., ``repeats - 1``;
+    returns the list of summaries.  ``rows_out``: a file to which each fold's row is appended
+    (JSON lines) as soon as it is measured."""
     import json
 
     from joblib import Parallel, delayed
 
-    tasks = [(m, r, f, q) for r in regimes for m in methods for q in range(repeats) for f in range(k)]
+    tasks = [(m, r, f, q) for r in regimes for m in methods for q in range(first_repeat, repeats) for f in range(k)]
 
     def one(m, r, f, q):
         return r, run_fold(m, REGIMES[r][0], k, f, seed, do_tune, q, params)
@@ -282,6 +285,8 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=1, help="K-fold splits per cell (split seeds seed, seed+1, ...)")
+    ap.add_argument("--from-repeat", type=int, default=0, metavar="R",
+                    help="run only the splits R, ..., repeats - 1 (the earlier ones are in a --rows file already)")
     ap.add_argument("--no-tune", action="store_true", help="defaults only")
     ap.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
                     help="replace defaults (e.g. C=1 for the figures before a default changed)")
@@ -299,7 +304,7 @@ def main(argv=None):
 
     params = {kv.partition("=")[0]: coerce(kv.partition("=")[2]) for kv in a.set}
     cells = run(a.methods, regimes, k, a.seed, a.jobs, not a.no_tune, echo=lambda s: None, rows_out=a.rows,
-                repeats=a.repeats, params=params)
+                repeats=a.repeats, params=params, first_repeat=a.from_repeat)
     for c in sorted(cells, key=lambda c: (list(REGIMES).index(c["regime"]), METHODS.index(c["method"]))):
         print(_line(c))
     print("\n" + verdict(cells) + f"\n{k}-fold x {a.repeats}, seed {a.seed}, {time.perf_counter() - t0:.0f} s")

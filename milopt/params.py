@@ -518,7 +518,7 @@ THRESHOLD = Param("float", "auto", "bag decision rule: auto (a threshold chosen 
 #: the grid of the robustness suite's nested cross-validation, two decades around 1.
 AUTO_C_GRID = (0.1, 1.0, 10.0)
 
-#: ``C`` of the methods whose default is ``'auto'`` (``sil``, ``mi-svm-heuristic``): a positive
+#: ``C`` of the methods whose default is ``'auto'`` (``sil``, ``mi-svm-heuristic``, ``pdmisvm``): a positive
 #: number, or ``auto``, the value of :data:`AUTO_C_GRID` whose inner models (the decision rule's
 #: inner folds) score their held-out bags best; ``milopt fit --json`` reports it as ``chosen_C``.
 AUTO_C = Param("float", "auto", "misclassification cost: a number > 0, or auto (chosen among 0.1, 1, 10 on the "

@@ -247,7 +247,7 @@ def test_pdmisvm_balanced_weights_equal_none_on_balanced_bags_and_change_the_fit
 
     b = milopt.load(SMALL)
     sub = b.subset(np.flatnonzero((b.y == 0) | (np.cumsum(b.y == 1) <= 2)))   # 2 positive bags, the rest negative
-    a = milopt.estimator("pdmisvm", scale=False, class_weight="none").fit(sub)
-    w = milopt.estimator("pdmisvm", scale=False, class_weight="balanced").fit(sub)
+    a = milopt.estimator("pdmisvm", scale=False, class_weight="none", C=1.0).fit(sub)
+    w = milopt.estimator("pdmisvm", scale=False, class_weight="balanced", C=1.0).fit(sub)
     assert a.result_.objective == pytest.approx(objective(a.coef_.T, a.intercept_, sub.X, sub.bag_ptr, sub.y, 1.0))
     assert not np.allclose(a.coef_, w.coef_)

@@ -125,8 +125,8 @@ def test_exact_and_inexact_reach_the_same_objective():
 
 def test_kernel_with_linear_kernel_matches_linear():
     B = gen(K=3, bags=40, features=6, seed=2)
-    lin = PDMISVMClassifier(variant="exact").fit(B)
-    ker = PDMISVMClassifier(variant="kernel", kernel="linear").fit(B)
+    lin = PDMISVMClassifier(variant="exact", C=1.0).fit(B)       # one C: the same problem in both forms
+    ker = PDMISVMClassifier(variant="kernel", kernel="linear", C=1.0).fit(B)
     assert ker.n_iter_ == lin.n_iter_
     assert ker.result_.objective == pytest.approx(lin.result_.objective, rel=1e-8)
     np.testing.assert_allclose(ker.coef_, lin.coef_, atol=1e-7)
@@ -163,6 +163,8 @@ def test_k_classes(K):
     y = np.where(B.y == 1, 1, -1) if K == 2 else np.array([10, 20, 30])[B.y]     # other label codings
     est2 = PDMISVMClassifier().fit(lists, y)
     assert est2.classes_.size == K
+    # C='auto' (K > 2: by the inner folds' argmax balanced accuracy), the same choice whatever the labels
+    assert sorted(est.C_grid_scores_) == [0.1, 1.0, 10.0] and est.fit_info_["chosen_C"] == est.C_ == est2.C_
     np.testing.assert_allclose(est2.bag_responses(lists), est.bag_responses(B))
 
 
@@ -220,11 +222,11 @@ def test_bad_parameters_message_names_fix():
 def test_permutation_invariance(variant):
     B = gen(K=3, bags=50, instances=6, features=5, seed=11, separation=3)
     rng = np.random.default_rng(0)
-    base = PDMISVMClassifier(variant=variant).fit(B)
+    base = PDMISVMClassifier(variant=variant, C=1.0).fit(B)    # one C: C='auto' splits the bags by order
     order = rng.permutation(B.n_bags)
     lists = [B.X[B.bag_ptr[j]:B.bag_ptr[j + 1]][rng.permutation(B.bag_sizes[j])] for j in order]
     P = Bags.from_arrays(lists, B.y[order])
-    perm = PDMISVMClassifier(variant=variant).fit(P)
+    perm = PDMISVMClassifier(variant=variant, C=1.0).fit(P)
     np.testing.assert_allclose(perm.coef_, base.coef_, atol=1e-6)
     np.testing.assert_allclose(perm.intercept_, base.intercept_, atol=1e-6)
     assert perm.result_.objective == pytest.approx(base.result_.objective, rel=1e-8)

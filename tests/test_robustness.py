@@ -233,3 +233,14 @@ def test_auto_C_closes_the_mi_svm_gap_on_the_base_regime():
     ba, tuned, ba_one = (np.mean([r[k] for r in rows]) for rows, k in ((auto, "ba"), (auto, "ba_tuned"), (one, "ba")))
     assert ba_one <= 0.6 < 0.7 <= ba                      # C = 1 overfits these bags; 'auto' does not
     assert ba >= tuned - 0.03                             # within 3 points of nested-CV tuning
+
+
+def test_pdmisvm_auto_C_beats_its_former_C_1_on_large_bags():
+    """Bags of 30-60 instances (the robustness suite's ``large-bags``, its third split): eq. 1's
+    hinge term per bag at C = 1 under-fits, and ``C='auto'`` chooses C = 10 on the inner folds."""
+    rb = load_benchmark("robustness")
+    data = rb.REGIMES["large-bags"][0]
+    auto = [rb.run_fold("pdmisvm", data, 3, f, do_tune=False, repeat=2) for f in (1, 2)]
+    one = [rb.run_fold("pdmisvm", data, 3, f, do_tune=False, repeat=2, params={"C": 1.0}) for f in (1, 2)]
+    assert [r["chosen_C"] for r in auto] == [10.0, 10.0] and all("chosen_C" not in r for r in one)
+    assert np.mean([r["ba"] for r in auto]) >= np.mean([r["ba"] for r in one]) + 0.05

@@ -239,6 +239,7 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         scikit-learn's ``LogisticRegressionCV`` chooses its C; the cost is
         :attr:`threshold_folds` fits per grid value on two thirds of the bags, besides the final
         fit.  ``C=1`` when a class has fewer than 2 bags or no grid value's inner fits succeed.
+        With K > 2 classes: :meth:`_choose_C_multiclass`.
         Returns the chosen value's inner scores (for :meth:`_choose_threshold`), else None;
         ``fit_info_['chosen_C']`` and ``C_grid_scores_`` (``{C: balanced accuracy}``) record the
         choice."""
@@ -252,6 +253,8 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
             if C is not None:
                 self.C_ = C
             return None
+        if np.unique(bags.y).size > 2:
+            return self._choose_C_multiclass(bags)
         best, found, scores = None, None, {}
         for v in AUTO_C_GRID:
             parts = self._inner_scores(bags, C=float(v))
@@ -267,6 +270,42 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         self.C_grid_scores_ = scores
         self._pending_info = {"chosen_C": self.C_}
         return parts
+
+    def _choose_C_multiclass(self, bags: Bags) -> None:
+        """``C='auto'`` with K > 2 classes, whose rule is the argmax of the class responses (no
+        threshold, no scale to map): the value of :data:`milopt.params.AUTO_C_GRID` whose inner
+        models' predictions of their held-out bags reach the best balanced accuracy (ties: the
+        smaller C); the same inner folds as the binary case."""
+        import warnings
+
+        from sklearn.base import clone
+        from sklearn.metrics import balanced_accuracy_score
+        from sklearn.model_selection import StratifiedKFold
+
+        from milopt.errors import MiloptError
+        from milopt.params import AUTO_C_GRID
+
+        self.C_, scores = 1.0, {}
+        k = int(min(self.threshold_folds, np.unique(bags.y, return_counts=True)[1].min()))
+        if k >= 2:
+            seed = getattr(self, "random_state", 0)
+            skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=0 if seed is None else int(seed))
+            for v in AUTO_C_GRID:
+                pred = np.empty(bags.n_bags, dtype=np.asarray(bags.y).dtype)
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", DegenerateModelWarning)
+                        for tr, te in skf.split(np.zeros(bags.n_bags), bags.y):
+                            inner = clone(self).set_params(C=float(v)).fit(bags.subset(tr))
+                            pred[te] = inner.predict(bags.subset(te))     # labels as in bags.y
+                except MiloptError:
+                    continue
+                scores[float(v)] = float(balanced_accuracy_score(bags.y, pred))
+            if scores:
+                self.C_ = max(scores, key=lambda c: (scores[c], -c))
+        self.C_grid_scores_ = scores
+        self._pending_info = {"chosen_C": self.C_}
+        return None
 
     def _choose_threshold(self, bags: Bags, inner=None) -> None:
         """Set ``threshold_`` and ``decision_rule_`` from ``threshold`` (see the class docstring);
