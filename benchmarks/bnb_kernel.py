@@ -11,7 +11,9 @@ poly (γ x·x′ + coef0)^degree, linear x·x′, γ = 1/d by default.  Two mode
 
 Prints termination, objective, bound, gap, nodes, seconds and the CPU seconds of the process.
 ``--split`` (direct mode) adds the CPU seconds spent in the node QPs and in the look-ahead (the
-single-candidate gains and the two-level joint steps), the per-node split of a run.  Instances
+single-candidate gains and the two-level joint steps), the per-node split of a run; with
+``branching=strong`` the number of children's QPs the rule solved is printed too (they are not
+in the node QPs' seconds).  Instances
 as in benchmarks/exact_frontier.py (``nested:musk1:N``, ``musk1``, generators).
 
 Usage::
@@ -88,6 +90,7 @@ def main(argv=None):
         cpu = time.process_time() - cpu
         term, obj, bound, nodes, secs = (out["termination"], out["objective"], out["bound"], out["nodes"],
                                          out["seconds"])
+        strong = out.get("strong_qps", 0)
     else:
         from milopt.params import coerce
         from milopt.runner import run_solve
@@ -99,10 +102,13 @@ def main(argv=None):
         cpu = time.process_time() - cpu
         term, obj, bound, nodes, secs = (out["termination"], out["objective"], out["bound"], out["nodes"],
                                          out["wall_time"])
+        strong = None
     gap = (obj - bound) / max(abs(obj), 1e-10) if obj is not None and bound is not None else float("inf")
     row = {"data": a.data, "kernel": a.kernel, "gamma": gamma, "solver": a.solver, "bags": bags.n_bags,
            "instances": bags.n_instances, "termination": str(term), "objective": obj, "bound": bound, "gap": gap,
            "nodes": nodes, "seconds": secs, "cpu_seconds": cpu}
+    if strong:
+        row["strong_qps"] = strong
     if a.split:
         row.update({f"{k}_cpu_seconds": v for k, v in acc.items()})
         row["lookahead_per_qp"] = acc.get("lookahead", 0.0) / max(acc.get("qp", 0.0), 1e-12)
@@ -114,6 +120,8 @@ def main(argv=None):
         if a.split:
             print(f"node QPs {acc.get('qp', 0.0):.2f} CPU s, look-ahead {acc.get('lookahead', 0.0):.2f} CPU s "
                   f"({row['lookahead_per_qp']:.2f} x the node QPs)")
+        if strong:
+            print(f"strong branching: {strong} children's QPs (not in the node QPs' CPU seconds)")
     return 0
 
 
