@@ -282,12 +282,12 @@ def _guess_system(Q, U, use_q, rows, free, sg, slot, y, g, c):
 def _q_times(Q, U, use_q, rows, free, xf, UF, out):
     """``out`` = Q[rows, free] xf (the free multipliers' contribution to Qα)."""
     if use_q:
-        for i in range(rows.size):
-            r = rows[i]
-            acc = 0.0
-            for k in range(free.size):
-                acc += Q[r, rows[free[k]]] * xf[k]
-            out[i] = acc
+        # row by row of Q (symmetric): f rows read, not n (they stay in cache)
+        out[:] = 0.0
+        for k in range(free.size):
+            rk, xk = rows[free[k]], xf[k]
+            for i in range(rows.size):
+                out[i] += Q[rk, rows[i]] * xk
     else:
         w = UF.T @ xf
         for i in range(rows.size):
