@@ -115,7 +115,7 @@ def _active_set_kernel(Q, U, use_q, rows, y, g, c, a0, max_iter, zero, max_free,
     (the guesses last made: Z per row, S per group)."""
     n, G = y.size, c.size
     qdiag, zero_set, sat = _first_guesses(Q, U, use_q, rows, g, c, a0, zero)
-    tol_z = 1e-10 * max(1.0, max(0.0, qdiag.max() if n else 0.0) * max(1.0, c.max() if G else 1.0))
+    tol_z = 1e-10 * max(1.0, _largest(qdiag, 0.0) * _largest(c, 1.0))
     alpha, lam, nu = np.zeros(n), np.zeros(G), 0.0
     z, vz, vs = np.empty(n), np.zeros(n), np.zeros(G)
     last_zero, last_sat, last_vz, last_vs = zero_set.copy(), sat.copy(), vz.copy(), vs.copy()
@@ -128,9 +128,9 @@ def _active_set_kernel(Q, U, use_q, rows, y, g, c, a0, max_iter, zero, max_free,
         f, s = _number_guesses(zero_set, sat, free, slot, sg)
         if 0 <= max_free < f:
             return alpha, nu, it, False, zero_set, sat
-        sol, UF = _guess_system(Q, U, use_q, rows, free[:f], sg[:s], slot, y, g, c)
-        if not _lu_solve(sol[0], sol[1]):
-            if not have_last and not restarted and sat.any():
+        M, x = _guess_system(Q, U, use_q, rows, free[:f], sg[:s], slot, y, g, c)
+        if not _lu_solve(M, x):
+            if not have_last and not restarted and s > 0:
                 # the first guesses are singular (the caps of the saturated groups and yᵀα = 0
                 # over-determine the free multipliers): start again with no group saturated
                 sat[:] = False
@@ -141,11 +141,10 @@ def _active_set_kernel(Q, U, use_q, rows, y, g, c, a0, max_iter, zero, max_free,
             # the guesses freed more multipliers than the system can determine: back to the last
             # solvable guesses, and from there one change per iteration
             single = True
-            zero_set[:] = last_zero
-            sat[:] = last_sat
+            _copy(last_zero, zero_set)
+            _copy(last_sat, sat)
             _one_change(zero_set, sat, last_vz, last_vs)
             continue
-        x = sol[1]
         alpha[:] = 0.0
         lam[:] = 0.0
         for k in range(f):
@@ -153,22 +152,24 @@ def _active_set_kernel(Q, U, use_q, rows, y, g, c, a0, max_iter, zero, max_free,
         nu = x[f]
         for k in range(s):
             lam[sg[k]] = x[f + 1 + k]
-        _q_times(Q, U, use_q, rows, free[:f], x[:f], UF, z)
+        _q_times(Q, U, use_q, rows, free[:f], x[:f], z)
         for i in range(n):
             z[i] = z[i] - 1.0 + y[i] * nu + lam[g[i]]
         if not _violations(alpha, z, lam, g, c, qdiag, zero_set, sat, tol_z, vz, vs):
             return alpha, nu, it, True, zero_set, sat
-        last_zero[:] = zero_set
-        last_sat[:] = sat
-        last_vz[:] = vz
-        last_vs[:] = vs
+        _copy(zero_set, last_zero)
+        _copy(sat, last_sat)
+        _copy(vz, last_vz)
+        _copy(vs, last_vs)
         have_last = True
         if not single:
             new_zero, new_sat = _next_guess(zero_set, sat, vz, vs, max_release)
             if not _seen(seen_z, seen_s, n_seen, new_zero, new_sat):
-                seen_z[n_seen], seen_s[n_seen] = new_zero, new_sat
+                _copy(new_zero, seen_z[n_seen])
+                _copy(new_sat, seen_s[n_seen])
                 n_seen += 1
-                zero_set, sat = new_zero, new_sat
+                _copy(new_zero, zero_set)
+                _copy(new_sat, sat)
                 continue
             single = True
         # after a cycle: only the most violated guess changes (one change per iteration, slower,
@@ -187,10 +188,13 @@ def _first_guesses(Q, U, use_q, rows, g, c, a0, zero):
     gsum = np.zeros(c.size)
     for i in range(n):
         r = rows[i]
-        qdiag[i] = Q[r, r] if use_q else np.dot(U[r], U[r])
+        qdiag[i] = Q[r, r] if use_q else _dot(U, r, r)
         zero_set[i] = a0[i] <= zero * c[g[i]]
         gsum[g[i]] += a0[i]
-    return qdiag, zero_set, gsum >= c * (1.0 - zero)
+    sat = np.empty(c.size, dtype=np.bool_)
+    for j in range(c.size):
+        sat[j] = gsum[j] >= c[j] * (1.0 - zero)
+    return qdiag, zero_set, sat
 
 
 @njit(cache=True)
@@ -237,35 +241,41 @@ def _violations(alpha, z, lam, g, c, qdiag, zero_set, sat, tol_z, vz, vs):
 def _next_guess(zero_set, sat, vz, vs, max_release):
     """Every violated guess changed, except that at most ``max_release`` multipliers (the most
     violated) leave Z at once."""
-    flip = vz > 0.0
-    if max_release >= 0:
-        freed = np.flatnonzero(flip & zero_set)
-        if freed.size > max_release:
-            order = np.argsort(-vz[freed], kind="mergesort")
-            for k in order[max_release:]:
-                flip[freed[k]] = False
-    return zero_set ^ flip, sat ^ (vs > 0.0)
+    n, G = zero_set.size, sat.size
+    new_zero, new_sat = np.empty(n, dtype=np.bool_), np.empty(G, dtype=np.bool_)
+    n_freed = 0
+    for i in range(n):
+        n_freed += vz[i] > 0.0 and zero_set[i]
+    limit = 0 <= max_release < n_freed
+    keep = np.zeros(n, dtype=np.bool_)
+    if limit:
+        # only the max_release largest violations of Z (the first of equal ones) are released
+        for _ in range(max_release):
+            best, k = 0.0, -1
+            for i in range(n):
+                if zero_set[i] and not keep[i] and vz[i] > best:
+                    best, k = vz[i], i
+            keep[k] = True
+    for i in range(n):
+        flip = vz[i] > 0.0 and not (limit and zero_set[i] and not keep[i])
+        new_zero[i] = zero_set[i] != flip
+    for j in range(G):
+        new_sat[j] = sat[j] != (vs[j] > 0.0)
+    return new_zero, new_sat
 
 
 @njit(cache=True)
 def _guess_system(Q, U, use_q, rows, free, sg, slot, y, g, c):
-    """The KKT system of the guesses (free multipliers ``free``, saturated groups ``sg``) as
-    (matrix, right-hand side), and the signed features of the free rows (V path)."""
+    """The KKT system of the guesses (free multipliers ``free``, saturated groups ``sg``):
+    (matrix, right-hand side)."""
     f, s = free.size, sg.size
     m = f + 1 + s
     M = np.zeros((m, m))
     rhs = np.zeros(m)
-    if use_q:
-        UF = np.zeros((0, 0))
-        for a in range(f):
-            ra = rows[free[a]]
-            for b in range(f):
-                M[a, b] = Q[ra, rows[free[b]]]
-    else:
-        UF = np.empty((f, U.shape[1]))
-        for a in range(f):
-            UF[a] = U[rows[free[a]]]
-        M[:f, :f] = UF @ UF.T
+    for a in range(f):
+        ra = rows[free[a]]
+        for b in range(a + 1):
+            M[a, b] = M[b, a] = Q[ra, rows[free[b]]] if use_q else _dot(U, ra, rows[free[b]])
     for a in range(f):
         i = free[a]
         M[a, f] = M[f, a] = y[i]
@@ -275,23 +285,57 @@ def _guess_system(Q, U, use_q, rows, free, sg, slot, y, g, c):
             M[a, f + 1 + k] = M[f + 1 + k, a] = 1.0
     for k in range(s):
         rhs[f + 1 + k] = c[sg[k]]
-    return (M, rhs), UF
+    return M, rhs
 
 
 @njit(cache=True)
-def _q_times(Q, U, use_q, rows, free, xf, UF, out):
+def _q_times(Q, U, use_q, rows, free, xf, out):
     """``out`` = Q[rows, free] xf (the free multipliers' contribution to Qα)."""
+    for i in range(out.size):
+        out[i] = 0.0
     if use_q:
         # row by row of Q (symmetric): f rows read, not n (they stay in cache)
-        out[:] = 0.0
         for k in range(free.size):
             rk, xk = rows[free[k]], xf[k]
             for i in range(rows.size):
                 out[i] += Q[rk, rows[i]] * xk
     else:
-        w = UF.T @ xf
+        w = np.zeros(U.shape[1])
+        for k in range(free.size):
+            rk, xk = rows[free[k]], xf[k]
+            for j in range(w.size):
+                w[j] += U[rk, j] * xk
         for i in range(rows.size):
-            out[i] = np.dot(U[rows[i]], w)
+            r = rows[i]
+            acc = 0.0
+            for j in range(w.size):
+                acc += U[r, j] * w[j]
+            out[i] = acc
+
+
+@njit(cache=True)
+def _copy(src, dst):
+    """dst[:] = src (a loop: cheaper to compile than the array expression)."""
+    for i in range(src.size):
+        dst[i] = src[i]
+
+
+@njit(cache=True)
+def _dot(U, a, b):
+    """Row a of U times row b."""
+    acc = 0.0
+    for j in range(U.shape[1]):
+        acc += U[a, j] * U[b, j]
+    return acc
+
+
+@njit(cache=True)
+def _largest(v, floor):
+    """max(floor, max v)."""
+    out = floor
+    for x in v:
+        out = max(out, x)
+    return out
 
 
 @njit(cache=True)
@@ -348,15 +392,18 @@ def _seen(seen_z, seen_s, n_seen, zero_set, sat):
 
 @njit(cache=True)
 def _one_change(zero_set, sat, vz, vs):
-    """Change (in place) only the most violated guess."""
-    mz = max(0.0, vz.max()) if vz.size else 0.0
-    ms = max(0.0, vs.max()) if vs.size else 0.0
-    if mz >= ms:
-        k = np.argmax(vz)
-        zero_set[k] = not zero_set[k]
+    """Change (in place) only the most violated guess (the first of equal ones)."""
+    kz = ks = 0
+    for i in range(vz.size):
+        if vz[i] > vz[kz]:
+            kz = i
+    for j in range(vs.size):
+        if vs[j] > vs[ks]:
+            ks = j
+    if _largest(vz, 0.0) >= _largest(vs, 0.0):
+        zero_set[kz] = not zero_set[kz]
     else:
-        k = np.argmax(vs)
-        sat[k] = not sat[k]
+        sat[ks] = not sat[ks]
 
 
 @njit(cache=True)
@@ -372,8 +419,15 @@ def _active_set_rows(Q, U, use_q, y, groups, caps, alpha0, active, max_iter, zer
     ``milopt.algorithms.bnb.bounds.project_dual``: clipped at zero, each group scaled to its cap,
     the larger side of yᵀα = 0 scaled down) and F = y − K(y∘α) = y∘(1 − Qα)."""
     N = y.size
-    rows = np.flatnonzero(active)
-    n = rows.size
+    n = 0
+    for i in range(N):
+        n += active[i]
+    rows = np.empty(n, dtype=np.int64)
+    n = 0
+    for i in range(N):
+        if active[i]:
+            rows[n] = i
+            n += 1
     alpha = np.zeros(N)
     F = y.copy()
     pos = neg = False
@@ -384,7 +438,8 @@ def _active_set_rows(Q, U, use_q, y, groups, caps, alpha0, active, max_iter, zer
             neg = True
     if not (pos and neg):
         return 1, alpha, F, 0
-    gid = np.full(caps.size, -1)
+    gid = np.empty(caps.size, dtype=np.int64)
+    gid[:] = -1
     for i in range(n):
         gid[groups[rows[i]]] = 0
     G = 0
@@ -432,11 +487,8 @@ def _active_set_rows(Q, U, use_q, y, groups, caps, alpha0, active, max_iter, zer
                 for j in range(N):
                     qa[j] += ai * Q[r, j]
     else:
-        w = np.zeros(U.shape[1])
-        for i in range(n):
-            if a[i] != 0.0:
-                w += a[i] * U[rows[i]]
-        qa = U @ w
+        qa = np.empty(N)
+        _q_times(Q, U, use_q, np.arange(N), rows, a, qa)
     for i in range(N):
         F[i] = y[i] * (1.0 - qa[i])
     return 0, alpha, F, it
