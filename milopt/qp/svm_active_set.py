@@ -129,7 +129,7 @@ def _active_set_kernel(Q, U, use_q, rows, y, g, c, a0, max_iter, zero, max_free,
         if 0 <= max_free < f:
             return alpha, nu, it, False, zero_set, sat
         M, x = _guess_system(Q, U, use_q, rows, free[:f], sg[:s], slot, y, g, c)
-        if not _lu_solve(M, x):
+        if not _kkt_solve(M, x, f):
             if not have_last and not restarted and s > 0:
                 # the first guesses are singular (the caps of the saturated groups and yᵀα = 0
                 # over-determine the free multipliers): start again with no group saturated
@@ -339,16 +339,76 @@ def _largest(v, floor):
 
 
 @njit(cache=True)
-def _lu_solve(M, rhs):
+def _kkt_solve(M, rhs, f):
+    """Solve the KKT system M x = rhs in place (x in ``rhs``); its first ``f`` rows and columns
+    are Q_FF.  When Q_FF is positive definite, by its Cholesky factor L and the Schur complement
+    S = CᵀQ_FF⁻¹C of the constraint columns C (f³/3 flops against 2m³/3 for LU), S singular
+    (a pivot below 1e-12 of its largest diagonal entry) meaning the guess is; else by LU on M."""
+    m = rhs.size
+    p = m - f
+    L = np.empty((f, f))
+    for i in range(f):
+        for j in range(i + 1):
+            acc = M[i, j]
+            for k in range(j):
+                acc -= L[i, k] * L[j, k]
+            if i == j:
+                if not acc > 0.0:
+                    return _lu_solve(M, rhs)
+                L[i, i] = np.sqrt(acc)
+            else:
+                L[i, j] = acc / L[j, j]
+    # W = L⁻¹C and t = L⁻¹r₁ (forward substitution, C and r₁ side by side)
+    W = np.empty((f, p + 1))
+    for i in range(f):
+        for q in range(p + 1):
+            acc = M[i, f + q] if q < p else rhs[i]
+            for k in range(i):
+                acc -= L[i, k] * W[k, q]
+            W[i, q] = acc / L[i, i]
+    # S μ = Wᵀt − r₂, S = WᵀW
+    S = np.empty((p, p))
+    b = np.empty(p)
+    big = 0.0
+    for q in range(p):
+        for r in range(p):
+            acc = 0.0
+            for i in range(f):
+                acc += W[i, q] * W[i, r]
+            S[q, r] = acc
+        acc = 0.0
+        for i in range(f):
+            acc += W[i, q] * W[i, p]
+        b[q] = acc - rhs[f + q]
+        big = max(big, S[q, q])
+    if not _lu_solve(S, b, 1e-12 * big):
+        return False
+    # x = L⁻ᵀ(t − W μ)
+    for i in range(f - 1, -1, -1):
+        acc = W[i, p]
+        for q in range(p):
+            acc -= W[i, q] * b[q]
+        for k in range(i + 1, f):
+            acc -= L[k, i] * rhs[k]
+        rhs[i] = acc / L[i, i]
+        if not np.isfinite(rhs[i]):
+            return False
+    for q in range(p):
+        rhs[f + q] = b[q]
+    return True
+
+
+@njit(cache=True)
+def _lu_solve(M, rhs, tiny=0.0):
     """Solve M x = rhs in place (x in ``rhs``) by LU with partial pivoting; False when a pivot is
-    zero (singular) or the solution is not finite."""
+    at most ``tiny`` (singular) or the solution is not finite."""
     m = rhs.size
     for k in range(m):
         p, best = k, abs(M[k, k])
         for i in range(k + 1, m):
             if abs(M[i, k]) > best:
                 p, best = i, abs(M[i, k])
-        if not best > 0.0:
+        if not best > tiny:
             return False
         if p != k:
             for j in range(k, m):
