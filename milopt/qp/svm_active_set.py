@@ -341,9 +341,10 @@ def _largest(v, floor):
 @njit(cache=True)
 def _kkt_solve(M, rhs, f):
     """Solve the KKT system M x = rhs in place (x in ``rhs``); its first ``f`` rows and columns
-    are Q_FF.  When Q_FF is positive definite, by its Cholesky factor L and the Schur complement
-    S = CᵀQ_FF⁻¹C of the constraint columns C (f³/3 flops against 2m³/3 for LU), S singular
-    (a pivot below 1e-12 of its largest diagonal entry) meaning the guess is; else by LU on M."""
+    are Q_FF.  When Q_FF is positive definite (every Cholesky pivot above 1e-12 of its diagonal
+    entry), by its Cholesky factor L and the Schur complement S = CᵀQ_FF⁻¹C of the constraint
+    columns C (f³/3 flops against 2m³/3 for LU), S singular (a pivot below 1e-12 of its largest
+    diagonal entry) meaning the guess is; else by LU on M."""
     m = rhs.size
     p = m - f
     L = np.empty((f, f))
@@ -353,7 +354,7 @@ def _kkt_solve(M, rhs, f):
             for k in range(j):
                 acc -= L[i, k] * L[j, k]
             if i == j:
-                if not acc > 0.0:
+                if not acc > 1e-12 * M[i, i]:      # (numerically) not positive definite
                     return _lu_solve(M, rhs)
                 L[i, i] = np.sqrt(acc)
             else:
