@@ -355,7 +355,7 @@ def _kkt_solve(M, rhs, f):
                 acc -= L[i, k] * L[j, k]
             if i == j:
                 if not acc > 1e-12 * M[i, i]:      # (numerically) not positive definite
-                    return _lu_solve(M, rhs)
+                    return _lu_solve(M, rhs, 0.0)
                 L[i, i] = np.sqrt(acc)
             else:
                 L[i, j] = acc / L[j, j]
@@ -400,7 +400,7 @@ def _kkt_solve(M, rhs, f):
 
 
 @njit(cache=True)
-def _lu_solve(M, rhs, tiny=0.0):
+def _lu_solve(M, rhs, tiny):
     """Solve M x = rhs in place (x in ``rhs``) by LU with partial pivoting; False when a pivot is
     at most ``tiny`` (singular) or the solution is not finite."""
     m = rhs.size
