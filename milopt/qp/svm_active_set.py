@@ -109,7 +109,8 @@ def solve_group_dual_active_set(y, groups, caps, alpha0, K=None, V=None, max_ite
 @njit(cache=True)
 def _active_set_kernel(Q, U, use_q, rows, y, g, c, a0, max_iter, zero, max_free, max_release):
     """The method's loop, compiled: the problem on rows ``rows`` of the signed kernel ``Q``
-    (``use_q``) or of the signed features ``U`` (Q = U Uᵀ); ``y``, groups ``g`` (0..G-1),
+    (``use_q``) or the signed features ``U`` (Q = U Uᵀ; U then holds exactly the problem's rows
+    and ``rows`` is 0..n−1: its products are BLAS calls); ``y``, groups ``g`` (0..G-1),
     caps ``c`` and the warm start ``a0`` are given on those rows.  ``max_free`` and
     ``max_release`` −1: no limit.  Returns ``(alpha, nu, iterations, converged, zero_set, sat)``
     (the guesses last made: Z per row, S per group)."""
@@ -122,6 +123,7 @@ def _active_set_kernel(Q, U, use_q, rows, y, g, c, a0, max_iter, zero, max_free,
     have_last = single = restarted = False
     seen_z = np.empty((max_iter, n), dtype=np.bool_)
     seen_s = np.empty((max_iter, G), dtype=np.bool_)
+    seen_h = np.empty(max_iter, dtype=np.uint64)
     n_seen = 0
     free, slot, sg = np.empty(n, dtype=np.int64), np.empty(G, dtype=np.int64), np.empty(G, dtype=np.int64)
     for it in range(1, max_iter + 1):
@@ -164,7 +166,9 @@ def _active_set_kernel(Q, U, use_q, rows, y, g, c, a0, max_iter, zero, max_free,
         have_last = True
         if not single:
             new_zero, new_sat = _next_guess(zero_set, sat, vz, vs, max_release)
-            if not _seen(seen_z, seen_s, n_seen, new_zero, new_sat):
+            h = _hash(new_zero, new_sat)
+            if not _seen(seen_z, seen_s, seen_h, n_seen, new_zero, new_sat, h):
+                seen_h[n_seen] = h
                 _copy(new_zero, seen_z[n_seen])
                 _copy(new_sat, seen_s[n_seen])
                 n_seen += 1
@@ -272,10 +276,16 @@ def _guess_system(Q, U, use_q, rows, free, sg, slot, y, g, c):
     m = f + 1 + s
     M = np.zeros((m, m))
     rhs = np.zeros(m)
-    for a in range(f):
-        ra = rows[free[a]]
-        for b in range(a + 1):
-            M[a, b] = M[b, a] = Q[ra, rows[free[b]]] if use_q else _dot(U, ra, rows[free[b]])
+    if use_q:
+        for a in range(f):
+            ra = rows[free[a]]
+            for b in range(a + 1):
+                M[a, b] = M[b, a] = Q[ra, rows[free[b]]]
+    elif f:
+        UF = np.empty((f, U.shape[1]))
+        for a in range(f):
+            UF[a] = U[rows[free[a]]]
+        M[:f, :f] = np.dot(UF, UF.T)
     for a in range(f):
         i = free[a]
         M[a, f] = M[f, a] = y[i]
@@ -305,12 +315,7 @@ def _q_times(Q, U, use_q, rows, free, xf, out):
             rk, xk = rows[free[k]], xf[k]
             for j in range(w.size):
                 w[j] += U[rk, j] * xk
-        for i in range(rows.size):
-            r = rows[i]
-            acc = 0.0
-            for j in range(w.size):
-                acc += U[r, j] * w[j]
-            out[i] = acc
+        out[:] = np.dot(U, w)      # the V path's U holds exactly the problem's rows
 
 
 @njit(cache=True)
@@ -433,9 +438,12 @@ def _lu_solve(M, rhs, tiny):
 
 
 @njit(cache=True)
-def _seen(seen_z, seen_s, n_seen, zero_set, sat):
-    """Whether the guesses (``zero_set``, ``sat``) are among the first ``n_seen`` recorded."""
+def _seen(seen_z, seen_s, seen_h, n_seen, zero_set, sat, h):
+    """Whether the guesses (``zero_set``, ``sat``; hash ``h``) are among the first ``n_seen``
+    recorded (compared in full only where the hashes agree)."""
     for k in range(n_seen):
+        if seen_h[k] != h:
+            continue
         same = True
         for i in range(zero_set.size):
             if seen_z[k, i] != zero_set[i]:
@@ -449,6 +457,18 @@ def _seen(seen_z, seen_s, n_seen, zero_set, sat):
         if same:
             return True
     return False
+
+
+@njit(cache=True)
+def _hash(zero_set, sat):
+    """FNV-1a hash of the guesses."""
+    h = np.uint64(14695981039346656037)
+    p = np.uint64(1099511628211)
+    for i in range(zero_set.size):
+        h = (h ^ np.uint64(zero_set[i])) * p
+    for j in range(sat.size):
+        h = (h ^ np.uint64(sat[j])) * p
+    return h
 
 
 @njit(cache=True)
@@ -516,9 +536,26 @@ def _active_set_rows(Q, U, use_q, y, groups, caps, alpha0, active, max_iter, zer
     yE, a0 = np.empty(n), np.empty(n)
     for i in range(n):
         g[i], yE[i], a0[i] = gid[groups[rows[i]]], y[rows[i]], alpha0[rows[i]]
-    a, _, it, ok, _, _ = _active_set_kernel(Q, U, use_q, rows, yE, g, c, a0, max_iter, zero, max_free, max_release)
+    if use_q:
+        a, _, it, ok, _, _ = _active_set_kernel(Q, U, use_q, rows, yE, g, c, a0, max_iter, zero, max_free,
+                                                max_release)
+    else:   # the features of the effective rows, gathered once
+        UE = np.empty((n, U.shape[1]))
+        for i in range(n):
+            UE[i] = U[rows[i]]
+        a, _, it, ok, _, _ = _active_set_kernel(Q, UE, use_q, np.arange(n), yE, g, c, a0, max_iter, zero,
+                                                max_free, max_release)
     if not ok:
         return 2, alpha, F, it
+    _project_scores(Q, U, use_q, y, rows, yE, g, c, a, alpha, F)
+    return 0, alpha, F, it
+
+
+@njit(cache=True)
+def _project_scores(Q, U, use_q, y, rows, yE, g, c, a, alpha, F):
+    """The multipliers ``a`` of rows ``rows`` made exactly dual feasible into ``alpha`` (all
+    rows), and F = y∘(1 − Qα) into ``F``."""
+    n, N, G = rows.size, y.size, c.size
     # exactly dual feasible: α ≥ 0, group sums ≤ caps, Σ y α = 0
     gs = np.zeros(G)
     for i in range(n):
@@ -548,8 +585,11 @@ def _active_set_rows(Q, U, use_q, y, groups, caps, alpha0, active, max_iter, zer
                 for j in range(N):
                     qa[j] += ai * Q[r, j]
     else:
-        qa = np.empty(N)
-        _q_times(Q, U, use_q, np.arange(N), rows, a, qa)
+        w = np.zeros(U.shape[1])
+        for i in range(n):
+            if a[i] != 0.0:
+                w += a[i] * U[rows[i]]
+        qa = np.dot(U, w)
     for i in range(N):
         F[i] = y[i] * (1.0 - qa[i])
-    return 0, alpha, F, it
+
