@@ -177,7 +177,7 @@ def test_degenerate_inputs(case):
 
 
 def test_time_limit_returns_a_status():
-    bags = musk_like(40)
+    bags = musk_like(80)          # not proved in 2 s (musk_like(40) can be, on a fast machine)
     m = misvm_bigm.build(bags, C=1.0)
     res = solve(m, "bnb", time_limit=2.0)
     assert res.termination == Termination.TIME_LIMIT

@@ -35,15 +35,17 @@ interior-point method.
 
 **Compiled.**  At a node the work of one iteration is small (a system of a few dozen rows, a
 product with a few dozen columns of Q), so written as NumPy calls on small arrays its cost is
-the interpreter's, not the arithmetic's.  The iteration loop is therefore one function compiled
-by numba, with its own LU factorisation with partial pivoting
-(Golub & Van Loan, *Matrix Computations*, 4th ed., Algorithm 3.4.1): a zero pivot or a
-non-finite solution marks the guess singular (as LAPACK's symmetric indefinite solver reports
-it).  A singular first guess is tried once more with no group saturated (the caps of the
+the interpreter's, not the arithmetic's.  The iteration loop is therefore compiled by numba,
+with its own solve of the KKT system: the Cholesky factor of :math:`Q_{FF}` and the Schur
+complement of the constraint columns, or where :math:`Q_{FF}` is not numerically positive
+definite an LU factorisation with partial pivoting (Golub & Van Loan, *Matrix Computations*,
+4th ed., Algorithms 4.2.1 and 3.4.1).  A zero LU pivot, a Schur complement pivot below 1e-12
+of its largest diagonal entry, or a non-finite solution marks the guess singular.  A singular first guess is tried once more with no group saturated (the caps of the
 saturated groups and :math:`y^\top\alpha = 0` can over-determine the free multipliers).  It reads the
 kernel block of the rows it is given from the full signed kernel (no block is gathered), or
 works on the signed features :math:`U = \operatorname{diag}(y) V`.  The first call compiles it
-(a few seconds, cached on disk).
+(about ten seconds, cached on disk; loading it from the cache takes about half a second per
+process).
 """
 from __future__ import annotations
 
