@@ -7,7 +7,8 @@ evaluation: node counts compare bounds, CPU seconds compare the cost of a node (
 machine CPU seconds are steadier than wall seconds).  ``--set`` takes the engine's options
 (``branching``, ``strong_bags``, ``qp``, ``newton``, ``pair_bags``, ``tol``) and the search's
 (``node_limit`` ...).  Prints the evaluated nodes and the node QPs solved by strong branching
-beside them.  Instances as in benchmarks/exact_frontier.py (``nested:musk1:N``, ``musk1``,
+beside them, and the node QPs' iterations, solves by the warm-started active-set method and
+fallbacks to the interior point.  Instances as in benchmarks/exact_frontier.py (``nested:musk1:N``, ``musk1``,
 generators).
 
 Usage::
@@ -47,14 +48,18 @@ def main(argv=None):
         cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     rec = {"data": a.data, "branching": eng.branching, "termination": out["termination"], "nodes": out["nodes"],
            "strong_qps": out["strong_qps"], "bound": out["bound"], "incumbent": out["objective"],
-           "open_nodes": out["open_nodes"], "closed_nodes": out["closed_nodes"], "cpu_seconds": cpu,
+           "open_nodes": out["open_nodes"], "closed_nodes": out["closed_nodes"], "iterations": out["iterations"],
+           "active_set_solves": out["active_set_solves"], "active_set_fallbacks": out["active_set_fallbacks"],
+           "cpu_seconds": cpu,
            "wall_seconds": wall}
     if a.json:
         print(json.dumps(rec))
     else:
         print(f"{a.data} ({eng.branching}): {rec['termination']}, {rec['nodes']} nodes ({rec['open_nodes']} open, "
               f"{rec['strong_qps']} strong-branching QPs), bound {rec['bound']:.7f}, incumbent "
-              f"{rec['incumbent']:.7f}, {cpu:.2f} s CPU, {wall:.2f} s wall")
+              f"{rec['incumbent']:.7f}, {cpu:.2f} s CPU, {wall:.2f} s wall; node QPs: {rec['iterations']} "
+              f"iterations, {rec['active_set_solves']} by the active-set method, {rec['active_set_fallbacks']} "
+              "fell back")
     return 0
 
 

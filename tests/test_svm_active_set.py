@@ -96,3 +96,137 @@ def test_needs_exactly_one_matrix():
         solve_group_dual_active_set(y, g, caps, np.ones(20), K=V @ V.T, V=V)
     with pytest.raises(ValueError):
         solve_group_dual_active_set(y, g, caps, np.ones(20), K=V @ V.T, Q=V @ V.T)
+
+
+# ---------------------------------------------------------------------------------------------
+# The compiled method against the NumPy method it replaced (kept here as the reference): the same
+# iterates where the systems are regular, the same optimum where rounding decides the path.
+
+def reference_active_set(y, g, c, a0, V, max_iter=200, zero=1e-6, max_free=None, max_release=5):
+    """The primal-dual active-set method as NumPy calls on the signed features (the package's
+    implementation before it was compiled; LAPACK's symmetric indefinite solver)."""
+    from scipy.linalg.lapack import dsysv
+
+    n, G = y.size, c.size
+    U = V * y[:, None]
+    qdiag = np.einsum("ij,ij->i", U, U)
+    zero_set = a0 <= zero * c[g]
+    sat = np.bincount(g, weights=a0, minlength=G) >= c * (1.0 - zero)
+    seen, single, last = set(), False, None
+    alpha, nu = np.zeros(n), 0.0
+    tol_z = 1e-10 * max(1.0, float(qdiag.max(initial=0.0)) * float(c.max(initial=1.0)))
+
+    def one_change(zs, st, vz, vs):
+        zs, st = zs.copy(), st.copy()
+        if vz.max(initial=0.0) >= vs.max(initial=0.0):
+            zs[np.argmax(vz)] ^= True
+        else:
+            st[np.argmax(vs)] ^= True
+        return zs, st
+
+    for it in range(1, max_iter + 1):
+        F, Sg = np.flatnonzero(~zero_set), np.flatnonzero(sat)
+        f, s = F.size, Sg.size
+        if max_free is not None and f > max_free:
+            return alpha, nu, it, False
+        m = f + 1 + s
+        M, rhs = np.zeros((m, m)), np.zeros(m)
+        M[:f, :f] = U[F] @ U[F].T
+        M[:f, f] = M[f, :f] = y[F]
+        rhs[:f] = 1.0
+        for k, grp in enumerate(Sg):
+            rows = np.flatnonzero(g[F] == grp)
+            M[rows, f + 1 + k] = M[f + 1 + k, rows] = 1.0
+            rhs[f + 1 + k] = c[grp]
+        _, _, sol, info = dsysv(M, rhs, lower=1)
+        if info != 0 or not np.all(np.isfinite(sol)):
+            if single or last is None:
+                return alpha, nu, it, False
+            single = True
+            zero_set, sat = one_change(*last)
+            continue
+        alpha = np.zeros(n)
+        alpha[F], nu = sol[:f], float(sol[f])
+        lam = np.zeros(G)
+        lam[Sg] = sol[f + 1:]
+        z = U @ (U[F].T @ alpha[F]) - 1.0 + y * nu + lam[g]
+        gsum = np.bincount(g, weights=alpha, minlength=G)
+        vz = np.where(zero_set, np.where(z < -tol_z, -z, 0.0), np.where(alpha < 0.0, -alpha * qdiag, 0.0))
+        vs = np.where(sat, np.where(lam < -tol_z, -lam, 0.0), np.where(gsum > c * (1.0 + 1e-12), gsum - c, 0.0))
+        if not (vz.any() or vs.any()):
+            return alpha, nu, it, True
+        last = (zero_set, sat, vz, vs)
+        if not single:
+            flip = vz > 0
+            if max_release is not None:
+                freed = np.flatnonzero(flip & zero_set)
+                if freed.size > max_release:
+                    flip[freed[np.argsort(-vz[freed], kind="stable")[max_release:]]] = False
+            new_zero, new_sat = zero_set ^ flip, sat ^ (vs > 0)
+            key = new_zero.tobytes() + new_sat.tobytes()
+            if key not in seen:
+                seen.add(key)
+                zero_set, sat = new_zero, new_sat
+                continue
+            single = True
+        zero_set, sat = one_change(zero_set, sat, vz, vs)
+    return alpha, nu, max_iter, False
+
+
+@pytest.mark.parametrize("n,d", [(120, 40), (300, 100)])
+def test_compiled_method_follows_the_reference(n, d):
+    """Regular node QPs (more features than free multipliers): the same iterations, converged
+    flags and multipliers as the NumPy method, in all three forms (K, V, Q)."""
+    for seed in range(12):
+        V, y, g, caps, parent = node_problem(seed, n, d)
+        a, nu, it, ok = reference_active_set(y, g, caps, parent, V)
+        for kw in (dict(V=V), dict(K=V @ V.T), dict(Q=(V @ V.T) * np.outer(y, y))):
+            out = solve_group_dual_active_set(y, g, caps, parent, **kw)
+            assert (out["iterations"], out["converged"]) == (it, ok)
+            np.testing.assert_allclose(out["alpha"], a, atol=1e-9)
+            assert out["b"] == pytest.approx(nu, abs=1e-8)
+
+
+def test_compiled_method_leaves_a_cycle_as_the_reference():
+    """A warm start whose guesses cycle (seed 107): both methods detect the repeated guess, go on
+    one change per iteration, and converge in the same iterations to the same point."""
+    V, y, g, caps, parent = node_problem(107, 60, 20)
+    a, nu, it, ok = reference_active_set(y, g, caps, parent, V)
+    out = solve_group_dual_active_set(y, g, caps, parent, V=V)
+    assert ok and out["converged"] and out["iterations"] == it == 9
+    np.testing.assert_allclose(out["alpha"], a, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", [62, 66, 84, 126, 132, 155])
+def test_singular_guesses_reach_the_reference_optimum(seed):
+    """Guesses that free more multipliers than Q's rank (all releases at once): the systems are
+    singular, each method goes back to its last solvable guess, and rounding decides the path
+    from there.  Where a method converges its point satisfies the KKT conditions, and where both
+    do they agree."""
+    n, d = (120, 40) if seed in (84, 126, 155) else (60, 20)
+    V, y, g, caps, parent = node_problem(seed, n, d)
+    a, nu, it, ok = reference_active_set(y, g, caps, parent, V, max_release=None)
+    out = solve_group_dual_active_set(y, g, caps, parent, V=V, max_release=None)
+    assert ok or out["converged"]
+    if out["converged"]:
+        assert kkt_violation(V, y, g, caps, out) <= 1e-8
+    if ok and out["converged"]:
+        np.testing.assert_allclose(out["alpha"], a, atol=1e-8)
+        assert out["b"] == pytest.approx(nu, abs=1e-7)
+
+
+def test_singular_first_guess_starts_again_unsaturated():
+    """Guesses whose saturated caps and yᵀα = 0 over-determine the free multipliers (a singular
+    system at the first iteration): the method starts again with no group saturated and
+    converges, where the reference gives up at once."""
+    rng = np.random.default_rng(12)
+    V = rng.integers(-2, 3, (12, 6)).astype(float)
+    y = np.r_[np.ones(4), -np.ones(8)]
+    g = np.r_[0, 1, 2, 3, 4, 4, 5, 5, 6, 6, 7, 7]
+    caps = np.full(8, 1.0)
+    a0 = np.zeros(12)
+    a0[[0, 1, 4, 6]] = 1.0      # four groups at their caps, four free rows, and Σ y α = 0 besides
+    _, _, it, ok = reference_active_set(y, g, caps, a0, V)
+    assert (it, ok) == (1, False)
+    out = solve_group_dual_active_set(y, g, caps, a0, V=V)
+    assert out["converged"] and kkt_violation(V, y, g, caps, out) <= 1e-8

@@ -1,7 +1,7 @@
 """SVM dual and QP solvers: numpy-only, below the MIL mathematics.
 
 The quadratic programmes the MIL methods reduce to, solved with numpy / LAPACK alone (no Pyomo,
-no solver backend); the lowest numerical layer of milopt (docs/architecture.md): these modules
+no solver backend; the active-set method's loop is compiled by numba); the lowest numerical layer of milopt (docs/architecture.md): these modules
 import nothing of milopt but :mod:`milopt.errors`, and :mod:`milopt.mil`, the models' bounds and
 the native algorithms call them.
 

@@ -77,32 +77,34 @@ class ActiveSetQP:
         eng.active_set_log[0 if r is not None else 1] += 1
         return r
 
+    #: the method's iteration limit, and the most multipliers it may free, at a node
+    max_iter = 200
+    max_free = IPM_MAX
+
     @staticmethod
     def warm(eng, alpha0, active):
-        """The method from ``alpha0`` on ``active`` (also the heuristics' warm re-solve)."""
-        from milopt.qp.svm_active_set import solve_group_dual_active_set
+        """The method from ``alpha0`` on ``active`` (also the heuristics' warm re-solve): one
+        compiled call (``milopt.qp.svm_active_set._active_set_rows``) that numbers the
+        effective set's bags, solves, projects and forms F.  On the kernel rows up to
+        :data:`IPM_MAX` effective instances (and for every kernel), else on the features."""
+        from milopt.qp import svm_active_set
 
-        idx, gi, ginv = effective_groups(eng, active)
-        if gi is None:
-            return None
-        yE = eng.y[idx]
+        n_e = int(np.count_nonzero(active))
+        use_q = bool(eng.kernel or (eng.dense and n_e <= IPM_MAX))
+        if use_q and n_e > DENSE_MAX:
+            return None   # a kernel block too large for the method at every node
+        empty = np.zeros((1, 1))
+        Q, U = (eng.signed(True), empty) if use_q else (empty, eng.signed(False))
         try:
             with np.errstate(all="ignore"):
-                if eng.kernel or (eng.dense and idx.size <= IPM_MAX):
-                    if idx.size > DENSE_MAX:
-                        return None   # a kernel block too large to gather at every node
-                    r = solve_group_dual_active_set(yE, ginv, eng.costs[gi], alpha0[idx], Q=eng.Qrows(idx),
-                                                    max_free=IPM_MAX)
-                else:
-                    r = solve_group_dual_active_set(yE, ginv, eng.costs[gi], alpha0[idx], V=eng.X[idx],
-                                                    max_free=IPM_MAX)
-        except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+                status, alpha, F, it = svm_active_set._active_set_rows(
+                    Q, U, use_q, eng.y, eng.bag_of, eng.costs, np.ascontiguousarray(alpha0, dtype=float),
+                    np.ascontiguousarray(active, dtype=bool), ActiveSetQP.max_iter, 1e-6, ActiveSetQP.max_free, 5)
+        except (ValueError, FloatingPointError, ZeroDivisionError):
             return None
-        if not r["converged"]:
+        if status != 0:
             return None
-        alpha = np.zeros(eng.n)
-        alpha[idx] = eng.project(r["alpha"], idx)
-        return alpha, eng.y - eng.Kv(eng.y * alpha), int(r["iterations"]), None
+        return alpha, F, int(it), None
 
 
 class InteriorPointQP:

@@ -171,13 +171,21 @@ class MISVMBranchAndBound(NodeEvaluation):
         return self.X[rows] @ self.X[cols].T
 
     def Qrows(self, rows):
-        """The signed kernel block (yyᵀ∘K) on ``rows`` × ``rows`` (from one signed copy of a
-        dense K, formed on first use)."""
+        """The signed kernel block (yyᵀ∘K) on ``rows`` × ``rows``."""
         if not self.dense:
             return self.Krows(rows, rows) * np.outer(self.y[rows], self.y[rows])
-        if getattr(self, "_Q", None) is None:
-            self._Q = self.K * np.outer(self.y, self.y)
-        return self._Q[np.ix_(rows, rows)]
+        return self.signed(True)[np.ix_(rows, rows)]
+
+    def signed(self, kernel):
+        """The signed kernel yyᵀ∘K (``kernel``; dense K only) or the signed features diag(y) X,
+        formed on first use (the active-set node QP reads its rows)."""
+        if kernel:
+            if getattr(self, "_Q", None) is None:
+                self._Q = np.ascontiguousarray(self.K * np.outer(self.y, self.y))
+            return self._Q
+        if getattr(self, "_U", None) is None:
+            self._U = np.ascontiguousarray(self.X * self.y[:, None])
+        return self._U
 
     def phi_raw(self, raw, norm2):
         """(Φ, b*) for scores ``raw`` = K coef and ‖w‖² = ``norm2``."""
