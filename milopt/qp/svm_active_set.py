@@ -39,8 +39,9 @@ the interpreter's, not the arithmetic's.  The iteration loop is therefore compil
 with its own solve of the KKT system: the Cholesky factor of :math:`Q_{FF}` and the Schur
 complement of the constraint columns, or where :math:`Q_{FF}` is not numerically positive
 definite an LU factorisation with partial pivoting (Golub & Van Loan, *Matrix Computations*,
-4th ed., Algorithms 4.2.1 and 3.4.1).  A zero LU pivot, a Schur complement pivot below 1e-12
-of its largest diagonal entry, or a non-finite solution marks the guess singular.  A singular first guess is tried once more with no group saturated (the caps of the
+4th ed., Algorithms 4.2.1 and 3.4.1).  A Schur complement pivot below 1e-12 of its largest
+diagonal entry sends the system to LU; an exactly zero LU pivot or a non-finite solution marks
+the guess singular.  A singular first guess is tried once more with no group saturated (the caps of the
 saturated groups and :math:`y^\top\alpha = 0` can over-determine the free multipliers).  It reads the
 kernel block of the rows it is given from the full signed kernel (no block is gathered), or
 works on the signed features :math:`U = \operatorname{diag}(y) V`.  The first call compiles it
@@ -390,7 +391,9 @@ def _kkt_solve(M, rhs, f):
         b[q] = acc - rhs[f + q]
         big = max(big, S[q, q])
     if not _lu_solve(S, b, 1e-12 * big):
-        return False
+        # S singular (e.g. every free multiplier in a saturated group): LU on the whole system, singular
+        # only at an exact zero pivot; its point is checked by the loop's KKT test like any other
+        return _lu_solve(M, rhs, 0.0)
     # x = L⁻ᵀ(t − W μ)
     for i in range(f - 1, -1, -1):
         acc = W[i, p]
