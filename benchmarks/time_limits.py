@@ -2,13 +2,14 @@
 
 Runs each case as a separate ``milopt ... --json`` process and prints, per case: the limit,
 the process wall time (measured here, start-up included), the solver's own time, the build
-time, and the ratio wall / limit.  The contract is: wall <= 1.1 * limit + process start-up
-(start-up is measured as the wall time of a Python process that only imports what a solve
-imports: milopt, Pyomo, scikit-learn, scipy and the solver modules).
+time, and the ratio wall / limit.  The contract is: wall <= 1.1 * limit, process start-up
+included (``milopt solve`` starts its budget at its process's start).  Start-up is also
+printed, as the wall time of a Python process that only imports what a solve imports (milopt,
+Pyomo, scikit-learn, scipy and the solver modules), to show how loaded the machine is.
 
 Usage::
 
-    python benchmarks/time_limits.py                 # both MUSK2 cases
+    python benchmarks/time_limits.py                 # the three cases
     python benchmarks/time_limits.py --milopt /path/to/milopt   # another installation (before/after)
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 import time
 
 CASES = [
+    ("misvm-bigm bnb musk1", ["solve", "misvm-bigm", "--data", "musk1", "--solver", "bnb", "--time-limit", "10"], 10.0),
     ("misvm-bigm scip", ["solve", "misvm-bigm", "--data", "musk2", "--solver", "scip", "--time-limit", "10"], 10.0),
     ("misvm-dual-qp rbf ipopt", ["solve", "misvm-dual-qp", "--data", "musk2", "--set", "kernel=rbf", "--solver", "ipopt",
                                  "--time-limit", "5"], 5.0),

@@ -356,9 +356,13 @@ def cmd_solve(args) -> int:
     from milopt.solvers.budget import parse_time_limit
 
     args.time_limit = parse_time_limit(args.time_limit, "--time-limit")  # the one check of a time limit
+    from milopt.processes import command_start
+    from milopt.solvers.budget import FINISH_SECONDS
+
+    # the limit bounds the whole command: from the process's start, keeping time to print and exit
     res = run_solve(args.formulation, args.data, args.solver, time_limit=args.time_limit, gap=args.gap,
                     params=params, threads=args.threads, verbose=args.verbose,
-                    warm_start=args.warm_start)
+                    warm_start=args.warm_start, t_start=command_start() - FINISH_SECONDS)
     keys = ["solver", "solver_version", "problem_class", "termination", "status", "objective", "bound", "gap",
             "wall_time", "iterations", "nodes", "build_seconds"]
     if res.get("data") and res.get("model_size"):

@@ -41,6 +41,7 @@ SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if h
 STOP_SECONDS = 10.0
 
 _state = {"received": None, "installed": False, "handled": False}
+_IMPORTED = time.perf_counter()  # milopt imports this module first: the command's start, near enough
 _temp_files: set = set()
 _temp_lock = threading.Lock()
 
@@ -212,6 +213,26 @@ def hard_exit(signum: int, message: str | None = None) -> None:
 
 
 # ----------------------------------------------------------------------------- child processes
+def command_start() -> float:
+    """``time.perf_counter()`` at the start of this process, so that a command's time limit
+    bounds its whole wall time: interpreter start-up and imports included.
+
+    On Linux the process's start time (``/proc/self/stat``, in clock ticks since boot) is put on
+    the monotonic clock; elsewhere, or if that fails, the time :mod:`milopt.processes` was
+    imported (the first thing ``import milopt`` does).  Never later than that."""
+    if sys.platform.startswith("linux"):
+        try:
+            with open("/proc/self/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            started = int(fields[19]) / os.sysconf("SC_CLK_TCK")      # field 22: starttime
+            since = time.clock_gettime(time.CLOCK_BOOTTIME) - started  # seconds this process has run
+            if 0.0 <= since < 3600.0 * 24 * 365:
+                return min(_IMPORTED, time.perf_counter() - since)
+        except (OSError, ValueError, IndexError, AttributeError):  # pragma: no cover
+            pass
+    return _IMPORTED
+
+
 def child_init(expected_parent: int | None = None) -> None:
     """First thing in a worker process: die with the parent.
 

@@ -397,8 +397,13 @@ def objective_sense(model) -> str:
 
 def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | None = None, gap: float | None = None,
               params: dict | None = None, seed: int = 0, threads: int | None = None, verbose: bool = False,
-              options: dict | None = None, warm_start: bool | None = None, bags: Bags | None = None) -> dict:
+              options: dict | None = None, warm_start: bool | None = None, bags: Bags | None = None,
+              t_start: float | None = None) -> dict:
     """Build ``formulation`` on ``data`` and solve it with ``solver``; returns a JSON-ready dict.
+
+    ``time_limit`` bounds everything from ``t_start`` (a ``time.perf_counter()`` value; default:
+    the call), loading the data and building the model included; ``milopt solve`` passes the
+    start of its process, so that the limit bounds the command's whole wall time.
 
     ``options`` are native solver options passed through unchanged; the output records the
     objective ``sense`` ('minimize' / 'maximize').  ``warm_start`` calls the formulation's
@@ -412,11 +417,11 @@ def run_solve(formulation: str, data: str, solver: str, *, time_limit: float | N
     from milopt.solvers.driver import check_supported
 
     form = get_formulation(formulation)
-    import milopt.metrics  # noqa: F401  (imports are process start-up, not part of the budget)
+    import milopt.metrics  # noqa: F401
     import milopt.solvers.exporter  # noqa: F401
     from milopt.solvers.budget import TimeBudget
 
-    budget = TimeBudget(time_limit)  # the time limit covers loading, building, hand-off and solve
+    budget = TimeBudget(time_limit, t_start)  # the limit covers loading, building, hand-off and solve
     if solver != "auto":
         backend = get_backend(solver)  # unknown / not installed: refuse before loading data or building
         native = getattr(backend, "params", None)

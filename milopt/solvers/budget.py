@@ -4,7 +4,9 @@ A command that loads data, builds a model, hands it to a solver and solves it is
 limit :math:`T`, started once as a :class:`TimeBudget`.  Every stage reads what is left from
 that one object: the pipeline before the solver starts, the driver after extracting the matrix
 form, a backend after building its native model, right before it starts the solver's clock.
-No stage is ever handed :math:`T` again.  When less than :data:`MIN_SOLVER_SECONDS` is left
+No stage is ever handed :math:`T` again.  ``milopt solve`` starts its budget at its process's
+start less :data:`FINISH_SECONDS` (:func:`milopt.processes.command_start`), so that the limit
+bounds the command's whole wall time: interpreter start-up, imports, printing and exit.  When less than :data:`MIN_SOLVER_SECONDS` is left
 before the solver starts, the result is ``termination=time_limit`` with no solution, without
 calling the solver.
 
@@ -24,6 +26,11 @@ from milopt.solvers.result import SolutionStatus, SolveResult, Termination
 
 #: the least time handed to a solver (seconds): below this a solver cannot even start
 MIN_SOLVER_SECONDS = 0.05
+
+#: seconds a command keeps, out of its time limit, to write its result and exit: ``milopt solve``
+#: starts its budget this much before its process started
+FINISH_SECONDS = 0.25
+
 
 class TimeBudget:
     """One time limit for a whole command, started once (``limit=None``: no limit).
