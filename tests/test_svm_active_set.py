@@ -230,3 +230,36 @@ def test_singular_first_guess_starts_again_unsaturated():
     assert (it, ok) == (1, False)
     out = solve_group_dual_active_set(y, g, caps, a0, V=V)
     assert out["converged"] and kkt_violation(V, y, g, caps, out) <= 1e-8
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_eliminated_kkt_system_is_the_full_one(seed):
+    """The KKT system of a guess solved with the saturated groups substituted out gives the
+    point (α_F, ν, λ_S) of the full system (Cholesky and Schur complement); a guess whose free
+    multipliers all lie in saturated groups (ν undetermined) is left to the full system."""
+    from milopt.qp._svm_kkt import _eliminated_solve
+    from milopt.qp.svm_active_set import _guess_system, _kkt_solve, _number_guesses
+
+    rng = np.random.default_rng(seed)
+    n, d = 40, 60
+    V = rng.standard_normal((n, d))
+    y = np.r_[np.ones(10), -np.ones(n - 10)]
+    g = np.r_[np.arange(10), 10 + np.arange(n - 10) // 3].astype(np.int64)
+    c = rng.uniform(0.5, 2.0, g.max() + 1)
+    Q = (V @ V.T) * np.outer(y, y)
+    rows = np.arange(n)
+    zero_set = rng.random(n) < 0.4
+    sat = rng.random(c.size) < 0.5
+    sat[np.unique(g[~zero_set])[:2]] = True        # at least two saturated groups with free rows
+    sat &= np.isin(np.arange(c.size), g[~zero_set])
+    free, slot, sg = np.empty(n, np.int64), np.empty(c.size, np.int64), np.empty(c.size, np.int64)
+    f, s = _number_guesses(zero_set, sat, free, slot, sg)
+    x = np.empty(f + 1 + s)
+    assert _eliminated_solve(Q, rows, free[:f], sg[:s], slot, y, g, c, x) == 1
+    M, ref = _guess_system(Q, np.zeros((1, 1)), True, rows, free[:f], sg[:s], slot, y, g, c)
+    assert _kkt_solve(M, ref, f)
+    np.testing.assert_allclose(x, ref, rtol=1e-8, atol=1e-8)
+    # every free row in a saturated group: Zᵀy = 0, the full system decides
+    sat2 = np.isin(np.arange(c.size), g[~zero_set])
+    f, s = _number_guesses(zero_set, sat2, free, slot, sg)
+    assert _eliminated_solve(Q, rows, free[:f], sg[:s], slot, y, g, c, np.empty(f + 1 + s)) == 0
