@@ -41,10 +41,12 @@ from numba import njit
 def _eliminated_solve(Q, rows, free, sg, slot, y, g, c, x):
     """The guess's KKT system (free rows ``free`` of ``rows``, saturated groups ``sg``, their
     places ``slot``) by the null-space substitution of the saturated groups, into ``x``
-    (α_F, ν, λ_S as :func:`_kkt_solve` leaves them).  Returns 1 when solved, 0 (``x``
-    undefined) when the full system must decide: a saturated group without a free multiplier,
-    a reduced matrix that is not numerically positive definite, or Zᵀy = 0 (every free
-    multiplier in a saturated group: ν is then undetermined)."""
+    (α_F, ν, λ_S as :func:`_kkt_solve` leaves them).  Returns 1 when solved; −1 when every
+    free multiplier lies in a saturated group and their caps contradict yᵀα = 0 (Zᵀy = 0,
+    e0 ≠ 0: α_F solves the system without the row yᵀα = 0, ν = 0: see :func:`_shift_nu`); 0
+    (``x`` undefined) when the full system must decide: a saturated group without a free
+    multiplier, a reduced matrix that is not numerically positive definite, or Zᵀy = 0 with
+    e0 = 0 (ν undetermined)."""
     f, s = free.size, sg.size
     piv, red, pv = _pivots(free, s, slot, g)
     if piv.size == 0 and s > 0:
@@ -67,9 +69,19 @@ def _eliminated_solve(Q, rows, free, sg, slot, y, g, c, x):
     for j in range(r):
         ww += e[j] * e[j]
         wt += e[j] * h[j]
-    if not ww > 0.0:
-        return 0
-    nu = (wt - e0) / ww
+    if ww > 0.0:
+        nu, how = (wt - e0) / ww, 1
+    else:
+        # Zᵀy = 0: every free multiplier lies in a saturated group and yᵀα = −e0 whatever u.
+        # e0 = 0: ν undetermined (the full system decides); e0 ≠ 0: the guesses contradict
+        # yᵀα = 0 (the full system is singular): u solves the system without that row, ν = 0,
+        # and the caller moves ν (:func:`_shift_nu`)
+        tot = 0.0
+        for k in range(s):
+            tot += c[sg[k]]
+        if not abs(e0) > 1e-12 * tot:
+            return 0
+        nu, how = 0.0, -1
     for j in range(r - 1, -1, -1):
         acc = h[j] - e[j] * nu
         for k in range(j + 1, r):
@@ -92,7 +104,7 @@ def _eliminated_solve(Q, rows, free, sg, slot, y, g, c, x):
     for i in range(f + 1 + s):
         if not np.isfinite(x[i]):
             return 0
-    return 1
+    return how
 
 
 @njit(cache=True)
@@ -270,3 +282,47 @@ def _lu_solve(M, rhs, tiny):
         if not np.isfinite(rhs[k]):
             return False
     return True
+
+
+@njit(cache=True)
+def _shift_nu(alpha, z, lam, y, g, zero_set, sat, G):
+    """The multiplier ν of a guess whose caps contradict yᵀα = 0 (:func:`_eliminated_solve`
+    returned −1; ``z`` and ``lam`` computed with ν = 0, changed in place).
+
+    Every free multiplier is in a saturated group, so ν moves only λ_g = λ_g(0) − y_g ν on the
+    saturated groups and z_i = z_i(0) + y_i ν on the rows of unsaturated ones.  yᵀα has the
+    sign σ of the side that is too heavy; ν = σt with t ≥ 0 lowers that side's λ_g and the
+    other side's z_i of Z (a heavy-side group released, or an other-side multiplier freed,
+    restores the balance).  t is the first point where one of them reaches zero (the smallest
+    change of the guesses, a ratio test); that one is returned (a row i, or G-row offset
+    ``alpha.size + g``) for the caller to change, with ν.  (−1: no guess can restore the
+    balance; the guesses are singular.)"""
+    n = alpha.size
+    ya = 0.0
+    for i in range(n):
+        ya += y[i] * alpha[i]
+    sigma = 1.0 if ya > 0.0 else -1.0
+    gy = np.zeros(G)
+    for i in range(n):
+        gy[g[i]] = y[i]
+    best, forced = np.inf, -1
+    for i in range(n):
+        if zero_set[i] and not sat[g[i]] and y[i] * sigma < 0.0:
+            t = max(z[i], 0.0)
+            if t < best:
+                best, forced = t, i
+    for k in range(G):
+        if sat[k] and gy[k] * sigma > 0.0:
+            t = max(lam[k], 0.0)
+            if t < best:
+                best, forced = t, n + k
+    if forced < 0:
+        return 0.0, -1
+    nu = sigma * best
+    for i in range(n):
+        if not sat[g[i]]:
+            z[i] += y[i] * nu
+    for k in range(G):
+        if sat[k]:
+            lam[k] -= gy[k] * nu
+    return nu, forced
