@@ -13,7 +13,11 @@ Prints termination, objective, bound, gap, nodes, seconds and the CPU seconds of
 ``--split`` (direct mode) adds the CPU seconds spent in the node QPs and in the look-ahead (the
 single-candidate gains and the two-level joint steps), the per-node split of a run; with
 ``branching=strong`` the number of children's QPs the rule solved is printed too (they are not
-in the node QPs' seconds).  Instances
+in the node QPs' seconds).  ``--blocks N`` (direct mode) adds one row per N evaluated nodes:
+CPU milliseconds per node, of them in the node QPs and in the look-ahead, node-QP iterations per
+node, node QPs handed to the interior point after the active-set method failed, open nodes,
+mean depth of the evaluated nodes and the lower bound (the per-node cost along the tree; the
+rows are the JSON's ``blocks``).  Instances
 as in benchmarks/exact_frontier.py (``nested:musk1:N``, ``musk1``, generators).
 
 Usage::
@@ -23,6 +27,8 @@ Usage::
     python benchmarks/bnb_kernel.py --data 'gen:subset?data=musk1&bags=12&seed=0' --solver scip --time-limit 60
     python benchmarks/bnb_kernel.py --data musk1 --split --time-limit 0 \
         --set node_limit=3000 kick_seconds=0 kick_every=0 heuristic_share=0
+    python benchmarks/bnb_kernel.py --data musk1 --blocks 1000 --time-limit 0 \
+        --set node_limit=20000 kick_seconds=0 kick_every=0 heuristic_share=0
 """
 from __future__ import annotations
 
@@ -61,6 +67,39 @@ def cpu_split(acc):
             setattr(NodeEvaluation, name, fn)
 
 
+@contextlib.contextmanager
+def node_blocks(every, acc, rows):
+    """One row per ``every`` evaluated nodes into ``rows`` (see the module's ``--blocks``);
+    ``acc``: the running split of :func:`cpu_split`."""
+    from milopt.algorithms.bnb.search import Search
+
+    saved = Search.apply
+    mark = {"cpu": time.process_time(), "acc": {}, "its": 0, "fail": 0, "depth": 0}
+
+    def apply(self, node, res):
+        out = saved(self, node, res)
+        s = self.s
+        mark["depth"] += node.depth
+        if s.nodes % every == 0:
+            now = time.process_time()
+            part = {k: acc.get(k, 0.0) - mark["acc"].get(k, 0.0) for k in ("qp", "lookahead")}
+            rows.append({"nodes": s.nodes, "ms_per_node": 1e3 * (now - mark["cpu"]) / every,
+                         "qp_ms": 1e3 * part["qp"] / every, "lookahead_ms": 1e3 * part["lookahead"] / every,
+                         "qp_iterations": (s.iterations - mark["its"]) / every,
+                         "fallbacks": s.active_set_fallbacks - mark["fail"], "open": len(s.queue),
+                         "mean_depth": mark["depth"] / every, "lower": self.lower()})
+            print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in rows[-1].items()),
+                  file=sys.stderr, flush=True)
+            mark.update(cpu=now, acc=dict(acc), its=s.iterations, fail=s.active_set_fallbacks, depth=0)
+        return out
+
+    Search.apply = apply
+    try:
+        yield rows
+    finally:
+        Search.apply = saved
+
+
 def main(argv=None):
     ap = parser(__doc__, "nested:musk1:20", time_limit=60.0)
     ap.add_argument("--kernel", choices=("rbf", "poly", "linear"), default="rbf")
@@ -69,9 +108,13 @@ def main(argv=None):
     ap.add_argument("--coef0", type=float, default=1.0)
     ap.add_argument("--solver", default="direct", help="direct (solve_bags) or a backend for misvm-kernel-bigm")
     ap.add_argument("--split", action="store_true", help="CPU seconds in the node QPs and in the look-ahead (direct)")
+    ap.add_argument("--blocks", type=int, default=0, metavar="N",
+                    help="one row of per-node costs per N evaluated nodes (direct)")
     a = ap.parse_args(argv)
-    if a.split and a.solver != "direct":
-        raise SystemExit("--split: only with --solver direct")
+    if (a.split or a.blocks) and a.solver != "direct":
+        raise SystemExit("--split, --blocks: only with --solver direct")
+    if a.blocks < 0:
+        raise SystemExit(f"--blocks: expected a number of nodes >= 1, got {a.blocks}")
     limit = a.time_limit if a.time_limit else None
     from milopt.models import misvm_kernel_bigm as kb
     from milopt.numerics import bag_costs
@@ -83,9 +126,13 @@ def main(argv=None):
         from milopt.algorithms.bnb import solve_bags
 
         K = kb.gram_matrix(bags.X, None, a.kernel, gamma, a.degree, a.coef0)
-        acc = {}
+        acc, blocks = {}, []
         cpu = time.process_time()
-        with cpu_split(acc) if a.split else contextlib.nullcontext():
+        with contextlib.ExitStack() as stack:
+            if a.split or a.blocks:
+                stack.enter_context(cpu_split(acc))
+            if a.blocks:
+                stack.enter_context(node_blocks(a.blocks, acc, blocks))
             out = solve_bags(bags, costs=bag_costs(bags, 1.0), kernel=K, time_limit=limit, **opts)
         cpu = time.process_time() - cpu
         term, obj, bound, nodes, secs = (out["termination"], out["objective"], out["bound"], out["nodes"],
@@ -109,6 +156,8 @@ def main(argv=None):
            "nodes": nodes, "seconds": secs, "cpu_seconds": cpu}
     if strong:
         row["strong_qps"] = strong
+    if a.blocks:
+        row["blocks"] = blocks
     if a.split:
         row.update({f"{k}_cpu_seconds": v for k, v in acc.items()})
         row["lookahead_per_qp"] = acc.get("lookahead", 0.0) / max(acc.get("qp", 0.0), 1e-12)

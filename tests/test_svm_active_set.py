@@ -230,3 +230,77 @@ def test_singular_first_guess_starts_again_unsaturated():
     assert (it, ok) == (1, False)
     out = solve_group_dual_active_set(y, g, caps, a0, V=V)
     assert out["converged"] and kkt_violation(V, y, g, caps, out) <= 1e-8
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_eliminated_kkt_system_is_the_full_one(seed):
+    """The KKT system of a guess solved with the saturated groups substituted out gives the
+    point (α_F, ν, λ_S) of the full system (Cholesky and Schur complement).  A guess whose free
+    multipliers all lie in saturated groups whose caps contradict yᵀα = 0 (the full system is
+    singular) is reported (−1) with α_F the solution without that row: the caps hold and the
+    stationarity rows with ν = 0."""
+    from milopt.qp._svm_kkt import _eliminated_solve
+    from milopt.qp.svm_active_set import _guess_system, _kkt_solve, _number_guesses
+
+    rng = np.random.default_rng(seed)
+    n, d = 40, 60
+    V = rng.standard_normal((n, d))
+    y = np.r_[np.ones(10), -np.ones(n - 10)]
+    g = np.r_[np.arange(10), 10 + np.arange(n - 10) // 3].astype(np.int64)
+    c = rng.uniform(0.5, 2.0, g.max() + 1)
+    Q = (V @ V.T) * np.outer(y, y)
+    rows = np.arange(n)
+    zero_set = rng.random(n) < 0.4
+    sat = rng.random(c.size) < 0.5
+    sat[np.unique(g[~zero_set])[:2]] = True        # at least two saturated groups with free rows
+    sat &= np.isin(np.arange(c.size), g[~zero_set])
+    free, slot, sg = np.empty(n, np.int64), np.empty(c.size, np.int64), np.empty(c.size, np.int64)
+    f, s = _number_guesses(zero_set, sat, free, slot, sg)
+    x = np.empty(f + 1 + s)
+    assert _eliminated_solve(Q, rows, free[:f], sg[:s], slot, y, g, c, x) == 1
+    M, ref = _guess_system(Q, np.zeros((1, 1)), True, rows, free[:f], sg[:s], slot, y, g, c)
+    assert _kkt_solve(M, ref, f)
+    np.testing.assert_allclose(x, ref, rtol=1e-8, atol=1e-8)
+    # every free row in a saturated group
+    sat2 = np.isin(np.arange(c.size), g[~zero_set])
+    f, s = _number_guesses(zero_set, sat2, free, slot, sg)
+    F, S = free[:f], sg[:s]
+    x = np.empty(f + 1 + s)
+    ys = np.array([y[F][g[F] == k][0] for k in S])       # each saturated group's label
+    assert abs(ys @ c[S]) > 1e-9                         # yᵀα = Σ y_g c_g ≠ 0 whatever α_F
+    assert _eliminated_solve(Q, rows, F, S, slot, y, g, c, x) == -1
+    a, nu, lam = x[:f], x[f], x[f + 1:]
+    assert nu == 0.0
+    np.testing.assert_allclose(np.bincount(slot[g[F]], weights=a, minlength=s), c[S], atol=1e-10)
+    np.testing.assert_allclose(Q[np.ix_(F, F)] @ a + lam[slot[g[F]]], 1.0, atol=1e-8)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_guesses_whose_caps_contradict_the_balance_move_nu(seed):
+    """A warm start whose nonzero multipliers all sit at their groups' caps, with caps that
+    contradict yᵀα = 0 (two positive groups of cap 0.6 against one negative of 1.0): the full
+    KKT system is singular; the method solves it without the balance row, moves ν by the ratio
+    test and changes one guess, and converges to the interior point's optimum (RBF kernel)."""
+    rng = np.random.default_rng(seed)
+    n, d, n_pos, bag = 60, 8, 15, 3
+    X = rng.standard_normal((n, d))
+    X[:n_pos] += 0.7
+    sq = (X ** 2).sum(1)
+    K = np.exp(-(sq[:, None] + sq[None, :] - 2 * X @ X.T) / d)
+    y = np.r_[np.ones(n_pos), -np.ones(n - n_pos)]
+    g = np.r_[np.arange(n_pos), n_pos + np.arange(n - n_pos) // bag]
+    caps = np.where(np.arange(g.max() + 1) < n_pos, 0.6, 1.0)
+    a0 = np.zeros(n)
+    a0[[0, 1]] = 0.6
+    a0[n_pos] = 1.0
+    out = solve_group_dual_active_set(y, g, caps, a0, K=K)
+    ref = solve_group_dual_ipm(K, y, g, caps, tol=1e-11, max_iter=200)
+    assert out["converged"]
+    a = out["alpha"]
+    assert a.min() >= -1e-12 and abs(y @ a) <= 1e-9
+    assert np.all(np.bincount(g, weights=a) <= caps + 1e-9)
+
+    def dual(al):
+        return al.sum() - 0.5 * (al * y) @ K @ (al * y)
+
+    assert dual(a) == pytest.approx(dual(ref["alpha"]), rel=1e-8, abs=1e-9)
