@@ -92,7 +92,8 @@ class FitCache:
     ``--cache DIR`` (in memory without it), so inner-CV variants that share splits (repetition 0
     of a repeated K-fold is the single K-fold) or a rerun reuse the fits."""
 
-    def __init__(self, root, tag):
+    def __init__(self, root, tag, theta=0.7):
+        self.theta = float(theta)
         self.path = None if root is None else os.path.join(root, tag + ".json")
         self.data = {}
         if self.path and os.path.exists(self.path):
@@ -101,10 +102,11 @@ class FitCache:
         self.new = 0
 
     def fit_scores(self, train: Bags, held: Bags, tr_ids, C, max_fev, train_acc=False):
-        key = f"C={float(C)!r}|fev={max_fev}|" + hashlib.sha1(np.asarray(tr_ids, np.int64).tobytes()).hexdigest()[:20]
+        key = (f"C={float(C)!r}|fev={max_fev}|" + ("" if self.theta == 0.7 else f"theta={self.theta!r}|")
+               + hashlib.sha1(np.asarray(tr_ids, np.int64).tobytes()).hexdigest()[:20])
         hit = self.data.get(key)
         if hit is None:
-            res = alg.dcpca(train, C=float(C), max_fev=max_fev, history=False)
+            res = alg.dcpca(train, C=float(C), max_fev=max_fev, theta=self.theta, history=False)
             w, b = np.asarray(res.extra["w"]), float(res.extra["b"])
             sc = segment_max(held.X @ w + b, held.bag_ptr)
             hit = {"scores": sc.tolist(), "f": res.objective, "nF": res.extra["nF"], "stop": str(res.termination),
@@ -130,15 +132,16 @@ class FitCache:
 def inner_cv_cached(tr: Bags, te: Bags, tr_ids, cache: FitCache, folds, repeats, seed, max_fev="auto"):
     """The estimator's inner CV (``DCMILClassifier(inner_cv=True)``: the same splits, the mean held-out
     sign-rule accuracy over splits, ties to the smallest C) from cached fits, and the refit of every
-    C on the training fold with its test accuracy (the fixed-C figures with hindsight)."""
-    splits = inner_splits(tr.y, folds, repeats, seed)
+    C on the training fold with its test accuracy (the fixed-C figures with hindsight).  ``folds=0``:
+    no inner CV (only the refits; the 'chosen' C is then the first of the grid)."""
+    splits = inner_splits(tr.y, folds, repeats, seed) if folds != 0 else []
     acc = np.empty((len(C_GRID), len(splits)))
     for s_i, (itr, ite) in enumerate(splits):
         Btr, Bte = tr.subset(itr), tr.subset(ite)
         for c_i, C in enumerate(C_GRID):
             sc = np.asarray(cache.fit_scores(Btr, Bte, np.asarray(tr_ids)[itr], C, max_fev)["scores"])
             acc[c_i, s_i] = np.mean((sc > 0).astype(int) == Bte.y)
-    means = np.average(acc, axis=1)
+    means = np.average(acc, axis=1) if splits else np.zeros(len(C_GRID))
     best = int(np.argmin(rankdata_min(-means)))
     per_c = []
     for C in C_GRID:
@@ -156,7 +159,7 @@ def rankdata_min(a):
 
 def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, dca_max_iter, dca_time_limit,
                      dca_solver, log, only_folds=None, threshold="zero", scale="standard", inner_repeats=1,
-                     cache_dir=None):
+                     cache_dir=None, theta=0.7, max_fev="auto"):
     rows = {"dcmil": [], "dcmil-dca": [], "misvm-heuristic": []}
     reg = methods()
     for f, (tr_ids, te_ids) in enumerate(bag_folds(bags, folds, seed)):
@@ -165,9 +168,9 @@ def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, d
         tr, te = bags.subset(tr_ids), bags.subset(te_ids)
         tr, te = scale_fold(scale, tr, te)
         if threshold == "zero":     # the paper's sign rule: the inner CV from cached DCPCA fits
-            cache = FitCache(cache_dir, f"{name}-{scale}-fold{f}")
+            cache = FitCache(cache_dir, f"{name}-{scale}-fold{f}", theta)
             t0 = time.process_time()
-            best, means, per_c = inner_cv_cached(tr, te, tr_ids, cache, inner_folds, inner_repeats, seed)
+            best, means, per_c = inner_cv_cached(tr, te, tr_ids, cache, inner_folds, inner_repeats, seed, max_fev)
             h = per_c[best]
             r = {"C": h["C"], "test_acc": h["test_acc"], "train_acc": h["train_acc"], "nF": h["nF"],
                  "objective": h["f"], "criticality": h["crit"], "termination": h["stop"],
@@ -348,9 +351,12 @@ def main(argv=None):
     ap.add_argument("--datasets", nargs="*", default=["musk1", "musk2"], help="data sets for the CV (none: only --random)")
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--inner-folds", type=lambda v: v if v == "loo" else int(v), default=5,
-                    help="folds of the inner CV over C, or 'loo' (leave one bag out)")
+                    help="folds of the inner CV over C, or 'loo' (leave one bag out); 0: no inner CV, only every C's "
+                         "refit and test accuracy")
     ap.add_argument("--inner-repeats", type=int, default=1,
                     help="stratified partitions of the inner CV (repetition r shuffled with seed + r)")
+    ap.add_argument("--theta", type=float, default=0.7, help="DCPCA stopping tolerance (paper: 0.7; a diagnostic)")
+    ap.add_argument("--max-fev", default="auto", help="DCPCA evaluation budget (paper: 500 here; a diagnostic)")
     ap.add_argument("--cache", default=None, metavar="DIR",
                     help="keep every DCPCA fit's held-out scores here (one JSON per outer fold) and reuse them")
     ap.add_argument("--seed", type=int, default=0)
@@ -392,7 +398,8 @@ def main(argv=None):
         res[name] = cross_validation(name, bags, a.folds, a.seed, a.inner_folds, set(a.skip), a.dca_inner_cv,
                                      a.dca_max_iter, a.dca_time_limit, a.dca_solver, log,
                                      None if a.only_folds is None else set(a.only_folds), a.threshold,
-                                     a.scale, a.inner_repeats, a.cache)
+                                     a.scale, a.inner_repeats, a.cache, a.theta,
+                                     a.max_fev if a.max_fev in ("auto", "medium", "large") else int(a.max_fev))
     out = {"cv": res, "settings": vars(a)}
     if a.random:
         out["random"] = dcpca_vs_dca(a.random, a.dca_solver, log,
