@@ -159,7 +159,7 @@ def rankdata_min(a):
 
 def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, dca_max_iter, dca_time_limit,
                      dca_solver, log, only_folds=None, threshold="zero", scale="standard", inner_repeats=1,
-                     cache_dir=None, theta=0.7, max_fev="auto"):
+                     cache_dir=None, theta=0.7, max_fev="auto", inner_seed=None):
     rows = {"dcmil": [], "dcmil-dca": [], "misvm-heuristic": []}
     reg = methods()
     for f, (tr_ids, te_ids) in enumerate(bag_folds(bags, folds, seed)):
@@ -170,7 +170,8 @@ def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, d
         if threshold == "zero":     # the paper's sign rule: the inner CV from cached DCPCA fits
             cache = FitCache(cache_dir, f"{name}-{scale}-fold{f}", theta)
             t0 = time.process_time()
-            best, means, per_c = inner_cv_cached(tr, te, tr_ids, cache, inner_folds, inner_repeats, seed, max_fev)
+            best, means, per_c = inner_cv_cached(tr, te, tr_ids, cache, inner_folds, inner_repeats,
+                                                 seed if inner_seed is None else inner_seed, max_fev)
             h = per_c[best]
             r = {"C": h["C"], "test_acc": h["test_acc"], "train_acc": h["train_acc"], "nF": h["nF"],
                  "objective": h["f"], "criticality": h["crit"], "termination": h["stop"],
@@ -180,7 +181,7 @@ def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, d
             log(f"# {name} fold {f} test accuracy by C: " + " ".join(f"{p['test_acc']:.2f}" for p in per_c))
         else:
             est = DCMILClassifier(method="dcpca", inner_cv=True, inner_folds=inner_folds, inner_repeats=inner_repeats,
-                                  random_state=seed, threshold=threshold)
+                                  random_state=seed if inner_seed is None else inner_seed, threshold=threshold)
             r = _fit_eval(est, tr, te)
             r["f_over_trivial"] = r["objective"] / trivial_f(tr, r["C"])
         rows["dcmil"].append(r)
@@ -355,6 +356,8 @@ def main(argv=None):
                          "refit and test accuracy")
     ap.add_argument("--inner-repeats", type=int, default=1,
                     help="stratified partitions of the inner CV (repetition r shuffled with seed + r)")
+    ap.add_argument("--inner-seed", type=int, default=None,
+                    help="seed of the inner partitions (default: --seed, which also draws the outer folds)")
     ap.add_argument("--theta", type=float, default=0.7, help="DCPCA stopping tolerance (paper: 0.7; a diagnostic)")
     ap.add_argument("--max-fev", default="auto", help="DCPCA evaluation budget (paper: 500 here; a diagnostic)")
     ap.add_argument("--cache", default=None, metavar="DIR",
@@ -399,7 +402,8 @@ def main(argv=None):
                                      a.dca_max_iter, a.dca_time_limit, a.dca_solver, log,
                                      None if a.only_folds is None else set(a.only_folds), a.threshold,
                                      a.scale, a.inner_repeats, a.cache, a.theta,
-                                     a.max_fev if a.max_fev in ("auto", "medium", "large") else int(a.max_fev))
+                                     a.max_fev if a.max_fev in ("auto", "medium", "large") else int(a.max_fev),
+                                     a.inner_seed)
     out = {"cv": res, "settings": vars(a)}
     if a.random:
         out["random"] = dcpca_vs_dca(a.random, a.dca_solver, log,
