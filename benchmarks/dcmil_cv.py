@@ -185,6 +185,7 @@ def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, d
                  "refits": [(p["f_over_trivial"], p["stop"]) for p in per_c]}
             log(f"# {name} fold {f} inner mean accuracy by C: " + " ".join(f"{m:.3f}" for m in means))
             log(f"# {name} fold {f} test accuracy by C: " + " ".join(f"{p['test_acc']:.2f}" for p in per_c))
+            log(f"# {name} fold {f} refit f by C: " + " ".join(f"{p['f']:.4g}" for p in per_c))
         else:
             est = DCMILClassifier(method="dcpca", inner_cv=True, inner_folds=inner_folds, inner_repeats=inner_repeats,
                                   random_state=seed if inner_seed is None else inner_seed, threshold=threshold)
