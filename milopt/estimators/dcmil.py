@@ -24,11 +24,12 @@ __all__ = ["DCMILClassifier", "inner_splits"]
 C_GRID = tuple(2.0 ** k for k in range(-7, 8))
 
 
-def inner_splits(y, folds=5, repeats: int = 1, seed: int = 0) -> list:
+def inner_splits(y, folds=5, repeats: int = 1, seed: int | None = 0) -> list:
     """The inner cross-validation's splits of the training bags, as ``(train, test)`` index arrays.
 
     ``folds`` = K: ``repeats`` stratified K-fold partitions of the bags, repetition r shuffled with
-    seed ``seed + r`` (so repetition 0 is the single partition of ``repeats=1``); ``folds='loo'``:
+    seed ``seed + r`` (so repetition 0 is the single partition of ``repeats=1``; ``seed=None``:
+    unseeded); ``folds='loo'``:
     leave one bag out (every bag once; ``repeats`` is then irrelevant).  C is chosen by the mean,
     over all these splits, of the held-out bag accuracy: repeating the partition averages out the
     noise of one draw of K folds, in which neighbouring values of C often differ by one or two
@@ -50,7 +51,7 @@ def inner_splits(y, folds=5, repeats: int = 1, seed: int = 0) -> list:
         raise InvalidParameterError(f"inner_repeats: expected an integer >= 1, got {repeats}")
     out = []
     for rep in range(r):
-        skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=int(seed) + rep)
+        skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=None if seed is None else int(seed) + rep)
         out.extend(skf.split(np.zeros(len(y)), y))
     return out
 
