@@ -8,8 +8,12 @@ seed 0), features standardised with training-fold statistics (``--scale standard
 none``; the paper does not say whether it scales them), a bag called positive when its score
 is positive (``--threshold zero``, the sign rule of the paper's test correctness; ``auto`` is
 milopt's default rule); on each training fold C is chosen
-from {2^-7, ..., 2^7} by an inner stratified ``--inner-folds`` CV (bag accuracy, GridSearchCV on
-``DCMILClassifier``) and the model is refit on the whole training fold.  Reported per method:
+from {2^-7, ..., 2^7} by an inner stratified CV, ``--inner-repeats`` (3) partitions into
+``--inner-folds`` (5) folds or ``--inner-folds loo`` (highest mean held-out sign-rule accuracy,
+ties to the smallest C: ``DCMILClassifier(inner_cv=True)``, here computed from DCPCA fits cached
+under ``--cache DIR`` so that variants sharing splits reuse them) and the model is refit on the
+whole training fold; every C is refit on the training fold, and its mean test accuracy over the
+folds (C fixed with hindsight) is printed too.  Reported per method:
 test and train bag accuracy, CPU seconds of the whole fit (inner CV included), and for the final
 fit nF, nG1, nG2 (function / f1-subgradient / f2-subgradient evaluations), serious and null steps,
 final f and the criticality measure |v|, and ``f/f(0)``: the final f over the value
@@ -25,13 +29,16 @@ Usage::
     python benchmarks/dcmil_cv.py --datasets musk1 musk2 --inner-folds 5 --random 20
     python benchmarks/dcmil_cv.py --datasets musk1 --folds 10 --skip dca heuristic
     python benchmarks/dcmil_cv.py --datasets musk1 --skip dca heuristic --random 0 --scale none
+    python benchmarks/dcmil_cv.py --datasets musk1 --skip dca heuristic --random 0 --inner-repeats 1 --cache c/
     python benchmarks/dcmil_cv.py --datasets musk1 musk2 --subproblems highs ipopt --time-limit 300
     python benchmarks/dcmil_cv.py --assemble run1.log run2.log     # table from per-fold logs
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import time
 
 import numpy as np
@@ -39,9 +46,10 @@ import numpy as np
 import milopt
 from milopt.algorithms import dcmil as alg
 from milopt.data.bags import Bags
-from milopt.estimators.dcmil import DCMILClassifier
+from milopt.estimators.dcmil import C_GRID, DCMILClassifier, inner_splits
 from milopt.estimators.registry import methods
 from milopt.metrics import bag_folds, standardize
+from milopt.segments import segment_max
 
 
 def minmax(train: Bags, *others: Bags):
@@ -83,8 +91,80 @@ def _fit_eval(est, tr, te):
     return row
 
 
+class FitCache:
+    """DCPCA fits kept by (data, scale, outer fold, training bags, C, budget): the bag scores of the
+    held-out bags and the final f, nF and stop of each fit, in one JSON file per outer fold under
+    ``--cache DIR`` (in memory without it), so inner-CV variants that share splits (repetition 0
+    of a repeated K-fold is the single K-fold) or a rerun reuse the fits."""
+
+    def __init__(self, root, tag, theta=0.7):
+        self.theta = float(theta)
+        self.path = None if root is None else os.path.join(root, tag + ".json")
+        self.data = {}
+        if self.path and os.path.exists(self.path):
+            with open(self.path) as fh:
+                self.data = json.load(fh)
+        self.new = 0
+
+    def fit_scores(self, train: Bags, held: Bags, tr_ids, C, max_fev, train_acc=False):
+        key = (f"C={float(C)!r}|fev={max_fev}|" + ("" if self.theta == 0.7 else f"theta={self.theta!r}|")
+               + hashlib.sha1(np.asarray(tr_ids, np.int64).tobytes()).hexdigest()[:20])
+        hit = self.data.get(key)
+        if hit is None:
+            res = alg.dcpca(train, C=float(C), max_fev=max_fev, theta=self.theta, history=False)
+            w, b = np.asarray(res.extra["w"]), float(res.extra["b"])
+            sc = segment_max(held.X @ w + b, held.bag_ptr)
+            hit = {"scores": sc.tolist(), "f": res.objective, "nF": res.extra["nF"], "stop": str(res.termination),
+                   "crit": res.extra["criticality"], "f_over_trivial": res.objective / trivial_f(train, C),
+                   "cpu_s": res.extra["cpu_seconds"]}
+            if train_acc:
+                hit["train_acc"] = float(np.mean((segment_max(train.X @ w + b, train.bag_ptr) > 0) == train.y))
+            self.data[key] = hit
+            self.new += 1
+            if self.path and self.new % 25 == 0:
+                self.save()
+        return hit
+
+    def save(self):
+        if self.path:
+            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as fh:
+                json.dump(self.data, fh)
+            os.replace(tmp, self.path)
+
+
+def inner_cv_cached(tr: Bags, te: Bags, tr_ids, cache: FitCache, folds, repeats, seed, max_fev="auto"):
+    """The estimator's inner CV (``DCMILClassifier(inner_cv=True)``: the same splits, the mean held-out
+    sign-rule accuracy over splits, ties to the smallest C) from cached fits, and the refit of every
+    C on the training fold with its test accuracy (the fixed-C figures with hindsight).  ``folds=0``:
+    no inner CV (only the refits; the 'chosen' C is then the first of the grid)."""
+    splits = inner_splits(tr.y, folds, repeats, seed) if folds != 0 else []
+    acc = np.empty((len(C_GRID), len(splits)))
+    for s_i, (itr, ite) in enumerate(splits):
+        Btr, Bte = tr.subset(itr), tr.subset(ite)
+        for c_i, C in enumerate(C_GRID):
+            sc = np.asarray(cache.fit_scores(Btr, Bte, np.asarray(tr_ids)[itr], C, max_fev)["scores"])
+            acc[c_i, s_i] = np.mean((sc > 0).astype(int) == Bte.y)
+    means = np.average(acc, axis=1) if splits else np.zeros(len(C_GRID))
+    best = int(np.argmin(rankdata_min(-means)))
+    per_c = []
+    for C in C_GRID:
+        h = cache.fit_scores(tr, te, tr_ids, C, max_fev, train_acc=True)
+        per_c.append(dict(h, C=C, test_acc=float(np.mean((np.asarray(h["scores"]) > 0).astype(int) == te.y))))
+    cache.save()
+    return best, means, per_c
+
+
+def rankdata_min(a):
+    from scipy.stats import rankdata
+
+    return rankdata(a, method="min")
+
+
 def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, dca_max_iter, dca_time_limit,
-                     dca_solver, log, only_folds=None, threshold="zero", scale="standard"):
+                     dca_solver, log, only_folds=None, threshold="zero", scale="standard", inner_repeats=1,
+                     cache_dir=None, theta=0.7, max_fev="auto", inner_seed=None):
     rows = {"dcmil": [], "dcmil-dca": [], "misvm-heuristic": []}
     reg = methods()
     for f, (tr_ids, te_ids) in enumerate(bag_folds(bags, folds, seed)):
@@ -92,14 +172,29 @@ def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, d
             continue
         tr, te = bags.subset(tr_ids), bags.subset(te_ids)
         tr, te = scale_fold(scale, tr, te)
-        est = DCMILClassifier(method="dcpca", inner_cv=True, inner_folds=inner_folds, random_state=seed,
-                              threshold=threshold)
-        r = _fit_eval(est, tr, te)
-        r["f_over_trivial"] = r["objective"] / trivial_f(tr, r["C"])
+        if threshold == "zero":     # the paper's sign rule: the inner CV from cached DCPCA fits
+            cache = FitCache(cache_dir, f"{name}-{scale}-fold{f}", theta)
+            t0 = time.process_time()
+            best, means, per_c = inner_cv_cached(tr, te, tr_ids, cache, inner_folds, inner_repeats,
+                                                 seed if inner_seed is None else inner_seed, max_fev)
+            h = per_c[best]
+            r = {"C": h["C"], "test_acc": h["test_acc"], "train_acc": h["train_acc"], "nF": h["nF"],
+                 "objective": h["f"], "criticality": h["crit"], "termination": h["stop"],
+                 "f_over_trivial": h["f_over_trivial"], "cpu_s": time.process_time() - t0,
+                 "fixed_C_test": [p["test_acc"] for p in per_c], "inner_means": means.tolist(),
+                 "refits": [(p["f_over_trivial"], p["stop"]) for p in per_c]}
+            log(f"# {name} fold {f} inner mean accuracy by C: " + " ".join(f"{m:.3f}" for m in means))
+            log(f"# {name} fold {f} test accuracy by C: " + " ".join(f"{p['test_acc']:.2f}" for p in per_c))
+            log(f"# {name} fold {f} refit f by C: " + " ".join(f"{p['f']:.4g}" for p in per_c))
+        else:
+            est = DCMILClassifier(method="dcpca", inner_cv=True, inner_folds=inner_folds, inner_repeats=inner_repeats,
+                                  random_state=seed if inner_seed is None else inner_seed, threshold=threshold)
+            r = _fit_eval(est, tr, te)
+            r["f_over_trivial"] = r["objective"] / trivial_f(tr, r["C"])
         rows["dcmil"].append(r)
         log(f"{name} fold {f}: dcmil C={r['C']:g} test={r['test_acc']:.3f} train={r['train_acc']:.3f} "
             f"cpu={r['cpu_s']:.1f}s nF={r['nF']} f={r['objective']:.4g} crit={r['criticality']:.3g} "
-            f"f/f(0)={r['f_over_trivial']:.3g}")
+            f"f/f(0)={r['f_over_trivial']:.3g} stop={r['termination']}")
         if "dca" not in skip:
             if dca_inner_cv:
                 dest = DCMILClassifier(method="dca", inner_cv=True, inner_folds=inner_folds, random_state=seed,
@@ -263,7 +358,17 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="*", default=["musk1", "musk2"], help="data sets for the CV (none: only --random)")
     ap.add_argument("--folds", type=int, default=10)
-    ap.add_argument("--inner-folds", type=int, default=5)
+    ap.add_argument("--inner-folds", type=lambda v: v if v == "loo" else int(v), default=5,
+                    help="folds of the inner CV over C, or 'loo' (leave one bag out); 0: no inner CV, only every C's "
+                         "refit and test accuracy")
+    ap.add_argument("--inner-repeats", type=int, default=3,
+                    help="stratified partitions of the inner CV (repetition r shuffled with seed + r)")
+    ap.add_argument("--inner-seed", type=int, default=None,
+                    help="seed of the inner partitions (default: --seed, which also draws the outer folds)")
+    ap.add_argument("--theta", type=float, default=0.7, help="DCPCA stopping tolerance (paper: 0.7; a diagnostic)")
+    ap.add_argument("--max-fev", default="auto", help="DCPCA evaluation budget (paper: 500 here; a diagnostic)")
+    ap.add_argument("--cache", default=None, metavar="DIR",
+                    help="keep every DCPCA fit's held-out scores here (one JSON per outer fold) and reuse them")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--scale", choices=["none", "standard", "minmax"], default="standard",
                     help="features as given ('none'), standardised ('standard') or mapped to [0, 1] ('minmax') with "
@@ -303,13 +408,29 @@ def main(argv=None):
         res[name] = cross_validation(name, bags, a.folds, a.seed, a.inner_folds, set(a.skip), a.dca_inner_cv,
                                      a.dca_max_iter, a.dca_time_limit, a.dca_solver, log,
                                      None if a.only_folds is None else set(a.only_folds), a.threshold,
-                                     a.scale)
+                                     a.scale, a.inner_repeats, a.cache, a.theta,
+                                     a.max_fev if a.max_fev in ("auto", "medium", "large") else int(a.max_fev),
+                                     a.inner_seed)
     out = {"cv": res, "settings": vars(a)}
     if a.random:
         out["random"] = dcpca_vs_dca(a.random, a.dca_solver, log,
                                      120.0 if a.dca_time_limit is None else a.dca_time_limit)
     print()
     print(summarise(res))
+    for name, per in res.items():
+        rows = per.get("dcmil", [])
+        if rows and "fixed_C_test" in rows[0]:
+            fixed = np.mean([r["fixed_C_test"] for r in rows], axis=0)
+            k = int(np.argmax(fixed))
+            ratio = [r["f_over_trivial"] for r in rows]
+            print(f"{name} dcmil: final fits stopped by the budget {sum(r['termination'] != 'converged' for r in rows)} "
+                  f"of {len(rows)}; f/f(0) median {np.median(ratio):.3g} (max {max(ratio):.3g}); best fixed C with "
+                  f"hindsight {fixed[k]:.3f} (C = {C_GRID[k]:g}); by C: " + " ".join(f"{v:.3f}" for v in fixed))
+            oracle = np.mean([max(r["fixed_C_test"]) for r in rows])
+            refits = [x for r in rows for x in r["refits"]]
+            print(f"{name} dcmil: the best C of each fold on its own test bags (an oracle) {oracle:.3f}; all "
+                  f"{len(refits)} refits: stopped by the budget {sum(st != 'converged' for _, st in refits)}, f/f(0) "
+                  f"median {np.median([q for q, _ in refits]):.3g} (max {max(q for q, _ in refits):.3g})")
     if a.random:
         r = out["random"]
         print(f"\nDCPCA final f <= DCA final f (same start, same C) on {r['dcpca_le_dca']}/{r['n']} random problems")

@@ -393,3 +393,45 @@ def test_estimator_inner_cv_selects_from_grid():
     assert est.fit_info_["C"] == est.C_
     with pytest.raises(InvalidParameterError, match="inner_folds"):
         DCMILClassifier(inner_cv=True, inner_folds=100).fit(bags)
+
+
+def test_inner_splits_repeated_and_leave_one_bag_out():
+    from sklearn.model_selection import StratifiedKFold
+    from milopt.estimators.dcmil import inner_splits
+
+    y = np.array([0] * 11 + [1] * 9)
+    sp = inner_splits(y, 3, repeats=2, seed=4)
+    assert len(sp) == 6
+    single = list(StratifiedKFold(n_splits=3, shuffle=True, random_state=4).split(np.zeros(20), y))
+    for (a, b), (c, d) in zip(sp[:3], single):     # repetition 0 is the single partition
+        assert np.array_equal(a, c) and np.array_equal(b, d)
+    for rep in range(2):
+        held = np.sort(np.concatenate([te for _, te in sp[3 * rep: 3 * rep + 3]]))
+        assert np.array_equal(held, np.arange(20))   # each repetition partitions the bags
+        assert all(3 <= int(y[te].sum()) <= 3 for _, te in sp[3 * rep: 3 * rep + 3])   # stratified
+    assert not all(np.array_equal(sp[i][1], sp[i + 3][1]) for i in range(3))    # reshuffled
+    loo = inner_splits(y, "loo")
+    assert len(loo) == 20 and all(te.size == 1 and tr.size == 19 for tr, te in loo)
+    with pytest.raises(InvalidParameterError, match="inner_folds"):
+        inner_splits(y, 10)
+    with pytest.raises(InvalidParameterError, match="inner_folds"):
+        inner_splits(y, "loocv")
+
+
+def test_estimator_inner_cv_repeats_average_all_splits():
+    from milopt.estimators.dcmil import DCMILClassifier, inner_splits
+
+    bags = random_bags(22, n_bags=24, d=3, shift=2.5)
+    grid = [0.25, 4.0]
+    est = DCMILClassifier(inner_cv=True, C_grid=grid, inner_folds=3, inner_repeats=2, max_fev=100).fit(bags)
+    means = []
+    for C in grid:       # the criterion: mean sign-rule accuracy over the 6 held-out folds
+        acc = []
+        for tr, te in inner_splits(bags.y, 3, 2, 0):
+            m = DCMILClassifier(C=C, max_fev=100, threshold="zero").fit(bags.subset(tr))
+            acc.append(m.score(bags.subset(te)))
+        means.append(np.mean(acc))
+    assert np.allclose(est.cv_results_["mean_test_score"], means)
+    assert est.C_ == grid[int(np.argmax(means))]
+    loo = DCMILClassifier(inner_cv=True, C_grid=grid, inner_folds="loo", max_fev=50).fit(bags)
+    assert loo.C_ in grid

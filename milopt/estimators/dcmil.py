@@ -18,10 +18,42 @@ from milopt.params import Choice, Floats, Int, ParamSet, parse_bool
 from milopt.estimators.base import MILClassifier
 from milopt.estimators.registry import register_method
 
-__all__ = ["DCMILClassifier"]
+__all__ = ["DCMILClassifier", "inner_splits"]
 
 #: the paper's grid for C: 2^-7, ..., 2^7
 C_GRID = tuple(2.0 ** k for k in range(-7, 8))
+
+
+def inner_splits(y, folds=5, repeats: int = 1, seed: int | None = 0) -> list:
+    """The inner cross-validation's splits of the training bags, as ``(train, test)`` index arrays.
+
+    ``folds`` = K: ``repeats`` stratified K-fold partitions of the bags, repetition r shuffled with
+    seed ``seed + r`` (so repetition 0 is the single partition of ``repeats=1``; ``seed=None``:
+    unseeded); ``folds='loo'``:
+    leave one bag out (every bag once; ``repeats`` is then irrelevant).  C is chosen by the mean,
+    over all these splits, of the held-out bag accuracy: repeating the partition averages out the
+    noise of one draw of K folds, in which neighbouring values of C often differ by one or two
+    held-out bags.
+    """
+    from sklearn.model_selection import LeaveOneOut, StratifiedKFold
+
+    y = np.asarray(y)
+    if isinstance(folds, str):
+        if folds.strip().lower() != "loo":
+            raise InvalidParameterError(f"inner_folds: expected an integer >= 2 or 'loo', got {folds!r}")
+        return [(tr, te) for tr, te in LeaveOneOut().split(y)]
+    k, r = int(folds), int(repeats)
+    counts = np.bincount(y)
+    if k < 2 or counts[counts > 0].min() < k:   # at most the bags of the smallest class (data)
+        raise InvalidParameterError(f"inner_folds: need 2 <= folds <= bags of the smallest class "
+                                    f"({counts[counts > 0].min()}), got {folds}")
+    if r < 1:
+        raise InvalidParameterError(f"inner_repeats: expected an integer >= 1, got {repeats}")
+    out = []
+    for rep in range(r):
+        skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=None if seed is None else int(seed) + rep)
+        out.extend(skf.split(np.zeros(len(y)), y))
+    return out
 
 
 class DCMILClassifier(MILClassifier):
@@ -37,14 +69,18 @@ class DCMILClassifier(MILClassifier):
         Cost of the bag errors (ignored when ``inner_cv``).
     inner_cv : bool
         Choose C by an inner stratified K-fold cross-validation (bag accuracy) over ``C_grid``
-        with scikit-learn's ``GridSearchCV`` on this estimator, then refit on all bags; among
-        equally accurate values the first of the grid wins (the smallest C of the paper's
-        ascending grid).  With the features standardised and ``threshold=zero`` this is the
+        (``inner_repeats`` partitions into ``inner_folds`` folds) with scikit-learn's
+        ``GridSearchCV`` on this estimator, then refit on all bags; among equally accurate values
+        the first of the grid wins (the smallest C of the paper's ascending grid).  With the features standardised and ``threshold=zero`` this is the
         MUSK1 protocol of docs/dcmil.md.
     C_grid : sequence of float or str, optional
         Default: the paper's {2^-7, ..., 2^7}; a string "0.5,1,2" is accepted (command line).
-    inner_folds : int
-        Folds of the inner cross-validation.
+    inner_folds : int or 'loo'
+        Folds of the inner cross-validation; ``'loo'``: leave one bag out.
+    inner_repeats : int
+        Stratified partitions into ``inner_folds`` folds (differently shuffled; see
+        :func:`inner_splits`); C is chosen by the mean held-out accuracy over all their folds.
+        Default 3 (3 × 5 folds: the MUSK1 protocol of docs/dcmil.md); 1 is a single partition.
     theta : float
         DCPCA stopping tolerance on the criticality measure ``|v̄|`` (paper §4: 0.7).
     eta : float
@@ -85,10 +121,12 @@ class DCMILClassifier(MILClassifier):
 
     # the values each key accepts, declared once (``--set`` and the constructor); help from above
     param_spec = ParamSet(method=Choice("dcpca", ("dcpca", "dca")), C_grid=Floats(None, gt=0),
-                          inner_folds=Int(5, ge=2), max_fev=Int("auto", ge=1, choices=("auto", "medium", "large")),
+                          inner_folds=Int(5, ge=2, choices=("loo",)), inner_repeats=Int(3, ge=1),
+                          max_fev=Int("auto", ge=1, choices=("auto", "medium", "large")),
                           bundle_size=Int(100, ge=1), b2=Choice("current", ("current", "all")))
 
-    def __init__(self, method="dcpca", C=1.0, inner_cv=False, C_grid=None, inner_folds=5, theta=0.7, eta=0.7,
+    def __init__(self, method="dcpca", C=1.0, inner_cv=False, C_grid=None, inner_folds=5, inner_repeats=3,
+                 theta=0.7, eta=0.7,
                  m=0.01, sigma=0.01, eps=0.95, max_fev="auto", bundle_size=100, b2="current", solver="highs",
                  max_iter=50, time_limit=None, n_jobs=None, random_state=0, threshold="auto"):
         self.method = method
@@ -96,6 +134,7 @@ class DCMILClassifier(MILClassifier):
         self.inner_cv = inner_cv
         self.C_grid = C_grid
         self.inner_folds = inner_folds
+        self.inner_repeats = inner_repeats
         self.theta = theta
         self.eta = eta
         self.m = m
@@ -146,20 +185,16 @@ class DCMILClassifier(MILClassifier):
 
     def _fit_inner_cv(self, bags: Bags):
         from sklearn.base import clone
-        from sklearn.model_selection import GridSearchCV, StratifiedKFold
+        from sklearn.model_selection import GridSearchCV
 
         grid = [float(c) for c in (C_GRID if self.C_grid is None else self.C_grid)]   # declared: costs > 0
         if not grid:
             raise InvalidParameterError("C_grid: expected positive costs (e.g. 0.5,1,2), got none")
-        k = int(self.inner_folds)
-        counts = np.bincount(bags.y)
-        if counts.min() < k:         # declared >= 2; at most the bags of the smallest class (data)
-            raise InvalidParameterError(f"inner_folds: need 2 <= folds <= bags of the smallest class ({counts.min()}), "
-                                        f"got {self.inner_folds}")
+        splits = inner_splits(bags.y, self.inner_folds, self.inner_repeats, self.random_state)
         base = clone(self).set_params(inner_cv=False, threshold="zero")
         t0 = time.process_time()
         gs = GridSearchCV(base, {"C": [float(c) for c in grid]},
-                          cv=StratifiedKFold(n_splits=k, shuffle=True, random_state=self.random_state),
+                          cv=splits,
                           n_jobs=self.n_jobs, refit=True, error_score="raise")
         gs.fit(bags, bags.y)
         best = gs.best_estimator_
