@@ -36,9 +36,9 @@ interior-point method.
 **Compiled.**  At a node the work of one iteration is small (a system of a few dozen rows, a
 product with a few dozen columns of Q), so written as NumPy calls on small arrays its cost is
 the interpreter's, not the arithmetic's.  The iteration loop is therefore compiled by numba,
-with its own solve of the KKT system (:mod:`milopt.qp._svm_kkt`): on the kernel rows, first with
+with its own solve of the KKT system (in the private module ``milopt.qp._svm_kkt``): on the kernel rows, first with
 the saturated groups' constraints removed by a null-space substitution (each saturated group's
-first free multiplier expressed by the others: a system of |F| − |S| rows and one constraint),
+first free multiplier expressed by the others: a system of :math:`|F| - |S|` rows and one constraint),
 else, and on the features, the Cholesky factor of :math:`Q_{FF}` and the Schur
 complement of the constraint columns, or where :math:`Q_{FF}` is not numerically positive
 definite an LU factorisation with partial pivoting (Golub & Van Loan, *Matrix Computations*,
