@@ -359,10 +359,12 @@ def cmd_solve(args) -> int:
     from milopt.processes import command_start
     from milopt.solvers.budget import FINISH_SECONDS
 
-    # the limit bounds the whole command: from the process's start, keeping time to print and exit
+    # the command's limit bounds its whole wall time: from the process's start, keeping time to
+    # print and exit (called as a function, main() counts from the call)
+    start = command_start()
     res = run_solve(args.formulation, args.data, args.solver, time_limit=args.time_limit, gap=args.gap,
-                    params=params, threads=args.threads, verbose=args.verbose,
-                    warm_start=args.warm_start, t_start=command_start() - FINISH_SECONDS)
+                    params=params, threads=args.threads, verbose=args.verbose, warm_start=args.warm_start,
+                    t_start=None if start is None else start - FINISH_SECONDS)
     keys = ["solver", "solver_version", "problem_class", "termination", "status", "objective", "bound", "gap",
             "wall_time", "iterations", "nodes", "build_seconds"]
     if res.get("data") and res.get("model_size"):
@@ -619,6 +621,7 @@ def run() -> None:  # pragma: no cover - the console-script entry point (exits t
 
     from milopt import processes
 
+    processes.begin_command()
     processes.install()
     argv = sys.argv[1:]
     try:

@@ -213,9 +213,21 @@ def hard_exit(signum: int, message: str | None = None) -> None:
 
 
 # ----------------------------------------------------------------------------- child processes
-def command_start() -> float:
-    """``time.perf_counter()`` at the start of this process, so that a command's time limit
-    bounds its whole wall time: interpreter start-up and imports included.
+def begin_command() -> None:
+    """Mark this process as the ``milopt`` command (its console entry point calls this first):
+    from then on :func:`command_start` is its process's start."""
+    _state["start"] = process_start()
+
+
+def command_start() -> float | None:
+    """``time.perf_counter()`` at the start of the ``milopt`` command's process, so that its time
+    limit bounds its whole wall time (interpreter start-up and imports included); None in a
+    program that calls :func:`milopt.cli.main` itself (its limits count from the call)."""
+    return _state.get("start")
+
+
+def process_start() -> float:
+    """``time.perf_counter()`` at the start of this process.
 
     On Linux the process's start time (``/proc/self/stat``, in clock ticks since boot) is put on
     the monotonic clock; elsewhere, or if that fails, the time :mod:`milopt.processes` was

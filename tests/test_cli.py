@@ -114,14 +114,16 @@ def test_a_time_limit_bounds_the_whole_command():
 
         # slack for this test's spawning of the process, wider on a loaded machine; before the
         # budget started at the process's start, the command overran a 10-s limit by 1.9-2.4 s
-        slack = 0.5 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        slack = 1.0 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
         assert elapsed < limit + slack, (elapsed, slack)
 
 
 def test_command_start_is_the_process_start():
+    """Only the console command counts its limit from its process's start; ``main()`` called
+    from a program (as these tests do) counts from the call."""
     import time
 
     from milopt import processes
 
-    t = processes.command_start()
-    assert t <= processes._IMPORTED <= time.perf_counter()
+    assert processes.process_start() <= processes._IMPORTED <= time.perf_counter()
+    assert processes.command_start() is None

@@ -5,7 +5,7 @@ limit :math:`T`, started once as a :class:`TimeBudget`.  Every stage reads what 
 that one object: the pipeline before the solver starts, the driver after extracting the matrix
 form, a backend after building its native model, right before it starts the solver's clock.
 No stage is ever handed :math:`T` again.  ``milopt solve`` starts its budget at its process's
-start less :data:`FINISH_SECONDS` (:func:`milopt.processes.command_start`), so that the limit
+start less :data:`FINISH_SECONDS` (``milopt.processes.command_start``), so that the limit
 bounds the command's whole wall time: interpreter start-up, imports, printing and exit.  When less than :data:`MIN_SOLVER_SECONDS` is left
 before the solver starts, the result is ``termination=time_limit`` with no solution, without
 calling the solver.
