@@ -137,10 +137,24 @@ def tune(method, Btr, grid, seed=0, folds=3):
     return best[1], best[2], best[0]
 
 
-def run_fold(method, data, k, fold, seed=0, do_tune=True, repeat=0, params=None) -> dict:
+def _record(est, Btr, Bte, s) -> dict:
+    """What a decision rule chooses on and what it is judged on, so that rules can be compared
+    without refitting (the fitted model does not depend on the rule): the training bags' labels
+    and the final model's scores of them (``train``), the inner models' pooled out-of-fold scores
+    in the final model's scale (``inner``; None under the training rule), and the held-out bags'
+    labels and scores."""
+    inner = getattr(est, "inner_scores_", None)
+    return {"y_train": Btr.y.tolist(), "train": _scores(est, Btr).tolist(),
+            "inner": None if inner is None else np.asarray(inner, dtype=float).tolist(),
+            "y_test": Bte.y.tolist(), "test": np.asarray(s, dtype=float).tolist()}
+
+
+def run_fold(method, data, k, fold, seed=0, do_tune=True, repeat=0, params=None, record=True) -> dict:
     """One held-out fold of one cell: defaults (auto and zero rules) and nested-CV tuned;
     ``repeat`` r splits the bags with the seed ``seed + r`` (the model seeds stay ``seed``);
-    ``params``: values replacing defaults (for a test of the decision rule at a fixed C)."""
+    ``params``: values replacing defaults (for a test of the decision rule at a fixed C);
+    ``record``: add the bag scores of :func:`_record` (``scores``, and ``tuned_scores`` when the
+    tuned model is another fit)."""
     import milopt
     from milopt.estimators.registry import get_method
     from milopt.metrics import bag_folds, standardize
@@ -161,10 +175,12 @@ def run_fold(method, data, k, fold, seed=0, do_tune=True, repeat=0, params=None)
         row = {"method": method, "repeat": repeat, "fold": fold, "ba": _ba(Bte.y, pred), "ba_zero": _ba(Bte.y, (s > 0).astype(int)),
                "auc": _auc(Bte.y, s), "one_class": int(np.unique(pred).size == 1),
                "one_class_zero": int(np.unique(s > 0).size == 1), "rule": est.decision_rule_,
-               "threshold": float(est.threshold_), "fit_seconds": fit_s}
+               "threshold": float(est.threshold_), "how": getattr(est, "threshold_how_", None), "fit_seconds": fit_s}
         row["bad_one_class"] = int(row["one_class"] and row["auc"] >= AUC_GOOD)
         if "chosen_C" in est.fit_info_:
             row["chosen_C"] = est.fit_info_["chosen_C"]
+        if record:
+            row["scores"] = _record(est, Btr, Bte, s)
         if do_tune and method in GRIDS:
             params, _, _ = tune(method, Btr, GRIDS[method], seed)
             if all(np.atleast_1d(spec.params[k].default).tolist() == [v] for k, v in params.items()):
@@ -172,6 +188,8 @@ def run_fold(method, data, k, fold, seed=0, do_tune=True, repeat=0, params=None)
             else:
                 tuned = spec.make(params, seed).fit(Btr)
                 row["ba_tuned"] = _ba(Bte.y, _labels(tuned, Bte))
+                if record:
+                    row["tuned_scores"] = _record(tuned, Btr, Bte, _scores(tuned, Bte))
             row["tuned"] = params
     return row
 

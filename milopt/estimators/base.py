@@ -310,7 +310,7 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
     def _choose_threshold(self, bags: Bags, inner=None) -> None:
         """Set ``threshold_`` and ``decision_rule_`` from ``threshold`` (see the class docstring);
         ``inner``: the inner models' scores already fitted by :meth:`_choose_C`."""
-        from milopt.metrics import balanced_threshold
+        from milopt.metrics import shrunk_threshold
         from milopt.params import THRESHOLD
 
         spec = THRESHOLD.parse(getattr(self, "threshold", "auto"), "threshold")
@@ -323,13 +323,12 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         else:
             rule, own = self._auto_rule(), np.asarray(self.decision_function(bags), dtype=float).ravel()
             scores = self._out_of_fold_scores(bags, own, inner) if rule == "inner-cv" else None
-            if scores is not None:
-                t = balanced_threshold(scores, bags.y)[0]
-                if not _ranks(scores, bags.y):
-                    scores = None                      # no evidence on held-out bags: the training rule
+            self.inner_scores_ = scores
+            if scores is not None and not _ranks(scores, bags.y):
+                scores = None                          # no evidence on held-out bags: the training rule
             if scores is None:
                 rule, scores = "training", own
-                t = balanced_threshold(scores, bags.y)[0]
+            t, self.threshold_how_ = shrunk_threshold(scores, bags.y)
             self.threshold_scores_ = np.asarray(scores, dtype=float)
         self.threshold_ = t
         self.decision_rule_ = rule
