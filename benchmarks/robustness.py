@@ -34,6 +34,7 @@ Usage::
     python benchmarks/robustness.py --quick --repeats 3 --methods sil --rows rows.jsonl
     python benchmarks/robustness.py --quick --no-tune --set C=1 --methods sil   # a former default
     python benchmarks/robustness.py --table rows.jsonl --repeat 0              # one split's table
+    python benchmarks/robustness.py --rules rows.jsonl        # decision rules compared on the recorded scores
     python benchmarks/robustness.py --quick --repeats 3 --from-repeat 1 --rows rows.jsonl  # add splits 1, 2
 
 Cells run in parallel with joblib (``--jobs``, default 2); each prints one row as it ends.
@@ -137,10 +138,24 @@ def tune(method, Btr, grid, seed=0, folds=3):
     return best[1], best[2], best[0]
 
 
-def run_fold(method, data, k, fold, seed=0, do_tune=True, repeat=0, params=None) -> dict:
+def _record(est, Btr, Bte, s) -> dict:
+    """What a decision rule chooses on and what it is judged on, so that rules can be compared
+    without refitting (the fitted model does not depend on the rule): the training bags' labels
+    and the final model's scores of them (``train``), the inner models' pooled out-of-fold scores
+    in the final model's scale (``inner``; None under the training rule), and the held-out bags'
+    labels and scores."""
+    inner = getattr(est, "inner_scores_", None)
+    return {"y_train": Btr.y.tolist(), "train": _scores(est, Btr).tolist(),
+            "inner": None if inner is None else np.asarray(inner, dtype=float).tolist(),
+            "y_test": Bte.y.tolist(), "test": np.asarray(s, dtype=float).tolist()}
+
+
+def run_fold(method, data, k, fold, seed=0, do_tune=True, repeat=0, params=None, record=True) -> dict:
     """One held-out fold of one cell: defaults (auto and zero rules) and nested-CV tuned;
     ``repeat`` r splits the bags with the seed ``seed + r`` (the model seeds stay ``seed``);
-    ``params``: values replacing defaults (for a test of the decision rule at a fixed C)."""
+    ``params``: values replacing defaults (for a test of the decision rule at a fixed C);
+    ``record``: add the bag scores of :func:`_record` (``scores``, and ``tuned_scores`` when the
+    tuned model is another fit)."""
     import milopt
     from milopt.estimators.registry import get_method
     from milopt.metrics import bag_folds, standardize
@@ -161,10 +176,12 @@ def run_fold(method, data, k, fold, seed=0, do_tune=True, repeat=0, params=None)
         row = {"method": method, "repeat": repeat, "fold": fold, "ba": _ba(Bte.y, pred), "ba_zero": _ba(Bte.y, (s > 0).astype(int)),
                "auc": _auc(Bte.y, s), "one_class": int(np.unique(pred).size == 1),
                "one_class_zero": int(np.unique(s > 0).size == 1), "rule": est.decision_rule_,
-               "threshold": float(est.threshold_), "fit_seconds": fit_s}
+               "threshold": float(est.threshold_), "how": getattr(est, "threshold_how_", None), "fit_seconds": fit_s}
         row["bad_one_class"] = int(row["one_class"] and row["auc"] >= AUC_GOOD)
         if "chosen_C" in est.fit_info_:
             row["chosen_C"] = est.fit_info_["chosen_C"]
+        if record:
+            row["scores"] = _record(est, Btr, Bte, s)
         if do_tune and method in GRIDS:
             params, _, _ = tune(method, Btr, GRIDS[method], seed)
             if all(np.atleast_1d(spec.params[k].default).tolist() == [v] for k, v in params.items()):
@@ -172,6 +189,8 @@ def run_fold(method, data, k, fold, seed=0, do_tune=True, repeat=0, params=None)
             else:
                 tuned = spec.make(params, seed).fit(Btr)
                 row["ba_tuned"] = _ba(Bte.y, _labels(tuned, Bte))
+                if record:
+                    row["tuned_scores"] = _record(tuned, Btr, Bte, _scores(tuned, Bte))
             row["tuned"] = params
     return row
 
@@ -276,6 +295,107 @@ def verdict(cells) -> str:
             f"{np.nanmean([c['ba_zero'] for c in cells]):.3f}, tuned {np.nanmean([c['ba_tuned'] for c in cells]):.3f}")
 
 
+# ------------------------------------------------------------------ decision rules compared offline
+def _grid_cut(s, y, value):
+    """The candidate cuts (below, between and above the distinct scores) and ``value`` of each."""
+    u = np.unique(s)
+    cand = np.concatenate(([u[0] - 1.0], 0.5 * (u[:-1] + u[1:]), [u[-1] + 1.0]))
+    return cand, np.array([value(s[y == 1] > c, s[y == 0] > c) for c in cand])
+
+
+def _cut_best(s, y):
+    from milopt.metrics import balanced_threshold
+
+    return balanced_threshold(s, y)[0]
+
+
+def _cut_shrunk_median(s, y):
+    from milopt.metrics import shrunk_threshold
+
+    return shrunk_threshold(s, y)[0]
+
+
+def _cut_shrunk_mean(s, y):
+    from milopt.metrics import balanced_threshold, shrunk_threshold
+
+    m0, m1 = float(np.mean(s[y == 0])), float(np.mean(s[y == 1]))
+    if shrunk_threshold(s, y)[1] == "midpoint":          # the same test of a signal
+        return 0.5 * (m0 + m1)
+    return float(np.clip(balanced_threshold(s, y)[0], m0, m1)) if m1 > m0 else 0.5 * (m0 + m1)
+
+
+def _cut_equal_error(s, y):
+    cand, d = _grid_cut(s, y, lambda tp, fp: abs(np.mean(fp) - (1.0 - np.mean(tp))))
+    top = cand[d <= d.min() + 1e-12]
+    return 0.5 * (top.min() + top.max())
+
+
+def _cut_plateau(s, y):
+    cand, ba = _grid_cut(s, y, lambda tp, fp: 0.5 * (np.mean(tp) + 1.0 - np.mean(fp)))
+    top = np.flatnonzero(ba >= ba.max() - 1e-12)
+    runs = np.split(top, np.flatnonzero(np.diff(top) > 1) + 1)        # runs of adjacent maximal cuts
+    u = np.unique(s)
+    lo = [u[r[0] - 1] if r[0] > 0 else u[0] - 1.0 for r in runs]
+    hi = [u[r[-1]] if r[-1] < u.size else u[-1] + 1.0 for r in runs]
+    i = int(np.argmax(np.subtract(hi, lo)))
+    return 0.5 * (lo[i] + hi[i])
+
+
+def _cut_smoothed(s, y):
+    from scipy.special import expit
+
+    h = max(1.06 * float(np.std(s)) * s.size ** -0.2, 1e-12)          # Silverman's bandwidth
+    grid = np.linspace(s.min(), s.max(), 401)
+    ba = [0.5 * (expit((s[y == 1] - c) / h).mean() + expit((c - s[y == 0]) / h).mean()) for c in grid]
+    return float(grid[int(np.argmax(ba))])
+
+
+#: decision rules compared on the recorded scores (``--rules``): the cut each makes on the
+#: scores the ``auto`` rule chooses on (the inner models' pooled held-out scores; the training
+#: bags' own scores when there are none or they rank worse than chance beyond noise)
+RULES = {"best (before)": _cut_best, "shrunk, medians (adopted)": _cut_shrunk_median,
+         "shrunk, means": _cut_shrunk_mean, "equal error rate": _cut_equal_error,
+         "widest plateau of best BA": _cut_plateau, "smoothed BA": _cut_smoothed}
+
+
+def rule_ba(rec, cut) -> tuple[float, int]:
+    """(held-out balanced accuracy, one class?) of the cut ``cut`` on a fold's recorded scores."""
+    from milopt.estimators.base import _ranks
+
+    y = np.asarray(rec["y_train"])
+    s = None if rec["inner"] is None else np.asarray(rec["inner"], dtype=float)
+    if s is None or not _ranks(s, y):
+        s = np.asarray(rec["train"], dtype=float)
+    t = cut(s, y)
+    yt, pred = np.asarray(rec["y_test"]), np.asarray(rec["test"], dtype=float) > t
+    return 0.5 * (pred[yt == 1].mean() + (~pred[yt == 0]).mean()), int(np.unique(pred).size == 1)
+
+
+def compare_rules(path) -> int:
+    """Every rule of :data:`RULES` on the fold rows of ``path`` that record their scores (the
+    fitted models do not depend on the rule, so no refit): one-class folds, of them at a fold
+    AUC >= 0.75, the mean balanced accuracy of the cells with the defaults and tuned (the tuned
+    fit cut by the same rule), and the cells where tuned beats the defaults by more than 3 points."""
+    import json
+
+    rows = [r for r in map(json.loads, open(path)) if "scores" in r]
+    print(f"{len(rows)} fold rows, {len({(r['regime'], r['method']) for r in rows})} cells\n")
+    print("| rule | one-class folds | of them AUC >= 0.75 | mean BA | mean BA tuned | cells > 3 points below tuned |\n"
+          "|---|---|---|---|---|---|")
+    for name, cut in RULES.items():
+        cells, one, bad = {}, 0, 0
+        for r in rows:
+            ba, oc = rule_ba(r["scores"], cut)
+            tb = rule_ba(r["tuned_scores"], cut)[0] if "tuned_scores" in r else ba
+            one, bad = one + oc, bad + int(oc and r["auc"] >= AUC_GOOD)
+            cells.setdefault((r["regime"], r["method"]), []).append((ba, tb))
+        m = {c: np.mean(v, axis=0) for c, v in cells.items()}
+        far = [f"{c[1]}@{c[0]} ({t - b:+.3f})" for c, (b, t) in m.items() if t - b > 0.03]
+        print(f"| {name} | {one} | {bad} | {np.mean([b for b, _ in m.values()]):.3f} | "
+              f"{np.mean([t for _, t in m.values()]):.3f} | {len(far)}{': ' + ', '.join(far) if far else ''} |")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="3 folds, generator regimes only")
@@ -293,9 +413,13 @@ def main(argv=None):
     ap.add_argument("--rows", default=None, help="append every fold's row to this file (JSON lines) as it ends")
     ap.add_argument("--table", default=None, metavar="ROWS", help="print the table of a --rows file and stop")
     ap.add_argument("--repeat", type=int, default=None, help="with --table: only the rows of this split")
+    ap.add_argument("--rules", default=None, metavar="ROWS",
+                    help="compare decision rules on the bag scores recorded in a --rows file and stop")
     a = ap.parse_args(argv)
     if a.table:
         return print_table(a.table, a.repeat)
+    if a.rules:
+        return compare_rules(a.rules)
     k = a.folds or (3 if a.quick else 5)
     regimes = a.regimes or (list(QUICK_REGIMES) if a.quick else list(REGIMES))
     t0 = time.perf_counter()

@@ -13,7 +13,7 @@ from milopt.data.bags import Bags
 from milopt.errors import InvalidDataError
 
 __all__ = ["bag_metrics", "instance_metrics", "degenerate", "evaluate", "bag_folds", "standardize",
-           "cross_validate", "fold_warnings", "balanced_threshold"]
+           "cross_validate", "fold_warnings", "balanced_threshold", "shrunk_threshold"]
 
 
 def _auc(y_true, scores) -> float:
@@ -114,6 +114,50 @@ def balanced_threshold(scores, y, natural: float = 0.0) -> tuple[float, float]:
     top = np.flatnonzero(ba >= best - 1e-12)
     i = top[np.argmin(np.abs(cand[top] - natural))]
     return float(cand[i]), float(ba[i])
+
+
+def shrunk_threshold(scores, y, natural: float = 0.0) -> tuple[float, str]:
+    r"""The bag threshold of the ``auto`` decision rule on ``scores`` with labels ``y`` (0/1):
+    the threshold of best balanced accuracy (:func:`balanced_threshold`) shrunk toward the
+    middle of the two classes; returns ``(t, how)``.
+
+    With :math:`m_0` and :math:`m_1` the median scores of the negative and the positive bags:
+
+    * ``how='midpoint'``, :math:`t = (m_0 + m_1)/2`, when the scores do not rank the positive
+      bags above the negative ones beyond chance: bag AUC at most
+      :math:`\tfrac12 + 1.645\,\sigma_0`, the one-sided 5 % test of the Mann-Whitney statistic
+      (:math:`\sigma_0 = \sqrt{(P + N + 1)/(12 P N)}` for :math:`P` positive and :math:`N`
+      negative bags), or :math:`m_1 \le m_0`.  On such scores every cut reaches about the same
+      balanced accuracy, and its maximiser is the noise of a few bags: on 20 scores without
+      signal it often lies beyond all but a few of them, and then calls every new bag one class.
+      The middle of the classes is the cut that is wrong least often for either.
+    * ``how='best'``, :math:`t` of :func:`balanced_threshold` (``natural`` kept when it reaches
+      the maximum), when it lies in :math:`[m_0, m_1]`;
+    * ``how='clipped'``, the nearer of :math:`m_0`, :math:`m_1` otherwise: the cut never lets
+      more than half of one class's scores fall on the wrong side.  A maximiser beyond a class
+      median trades that class's recall for a few bags of the other, a gain on these scores that
+      new bags do not repeat.
+
+    Shrinking a noisy maximiser toward a stable one is the reasoning of regularised
+    estimators; the equal-variance normal model, whose balanced-accuracy optimum is the
+    midpoint of the class centres, is the limit the clip moves toward."""
+    from scipy.stats import rankdata
+
+    s = np.asarray(scores, dtype=float).ravel()
+    y = np.asarray(y).ravel().astype(int)
+    ok = np.isfinite(s)
+    s, y = s[ok], y[ok]
+    P, N = int(np.sum(y == 1)), int(np.sum(y == 0))
+    if P == 0 or N == 0:
+        return float(natural), "best"
+    m0, m1 = float(np.median(s[y == 0])), float(np.median(s[y == 1]))
+    auc = (rankdata(s)[y == 1].sum() - P * (P + 1) / 2.0) / (P * N)
+    if not (m1 > m0 and auc > 0.5 + 1.645 * np.sqrt((P + N + 1) / (12.0 * P * N))):
+        return 0.5 * (m0 + m1), "midpoint"
+    t = balanced_threshold(s, y, natural)[0]
+    if m0 <= t <= m1:
+        return t, "best"
+    return float(np.clip(t, m0, m1)), "clipped"
 
 
 def evaluate(estimator, bags: Bags, warnings: list | None = None) -> dict:

@@ -11,7 +11,7 @@ import milopt
 from milopt.errors import InvalidParameterError
 from milopt.estimators.base import MILClassifier
 from milopt.features.kernels import check_kernel
-from milopt.metrics import balanced_threshold
+from milopt.metrics import balanced_threshold, shrunk_threshold
 
 from benchmark_script import load_benchmark
 
@@ -41,6 +41,47 @@ def test_balanced_threshold_keeps_zero_when_nothing_does_better():
     t, ba = balanced_threshold(s + 10, y)                  # separated but shifted: the gap's midpoint
     assert ba == 1.0 and t == pytest.approx(10.0)
     assert np.isnan(balanced_threshold(s, np.ones(6, int))[1])   # one class: the natural threshold
+
+
+def test_shrunk_threshold_stays_between_the_class_medians():
+    """Heavy-tailed scores with a weak signal (t-distributed, 10 bags a class): every cut lies
+    between the class medians; the best cut is kept when it does, clipped when it does not, and
+    scores without a significant ranking get the midpoint."""
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 10)
+    seen = set()
+    for _ in range(200):
+        s = rng.standard_t(2, size=20) + 1.2 * y
+        t, how = shrunk_threshold(s, y)
+        m0, m1 = np.median(s[y == 0]), np.median(s[y == 1])
+        best = balanced_threshold(s, y)[0]
+        seen.add(how)
+        if how == "midpoint":
+            assert t == pytest.approx(0.5 * (m0 + m1))
+        else:
+            assert m0 <= t <= m1 and (t == best) == (how == "best")
+            assert how == "best" or t == (m0 if best < m0 else m1)
+    assert seen == {"best", "clipped", "midpoint"}
+    s = np.r_[np.linspace(-1.0, 1.0, 10), np.linspace(-1.1, 0.9, 10)]   # AUC < 1/2: no signal
+    assert shrunk_threshold(s, y)[1] == "midpoint"
+    assert shrunk_threshold(s, np.ones(20, int)) == (0.0, "best")       # one class: the natural cut
+
+
+@pytest.mark.parametrize("method,fold", [("misvm-heuristic", 1), ("mi-svm-heuristic", 1)])
+def test_no_signal_cut_is_not_one_class_where_the_best_cut_was(method, fold):
+    """30 bags with 364 features (third split): the inner models, fitted on 13 bags each, score
+    their held-out bags without signal (inner AUC below 1/2), and the best cut on those 20 scores
+    lay beyond all but a few of them and called every new bag one class at a fold AUC of
+    0.76-0.80: the linear MI-SVM heuristic separates its 13 bags exactly; RBF mi-SVM scores its
+    own training bags far above new ones.  The midpoint of the class medians does not."""
+    rb = load_benchmark("robustness")
+    row = rb.run_fold(method, rb.REGIMES["few-bags-many-features"][0], 3, fold, do_tune=False, repeat=2)
+    rec = row["scores"]
+    inner, y = np.array(rec["inner"]), np.array(rec["y_train"])
+    test = np.array(rec["test"])
+    old = balanced_threshold(inner, y)[0]                # the rule before: the best cut as it is
+    assert row["auc"] >= 0.75 and np.unique(test > old).size == 1
+    assert row["how"] == "midpoint" and row["bad_one_class"] == 0 and row["ba"] > 0.5
 
 
 # ----------------------------------------------------------------------- the one declaration
@@ -185,7 +226,7 @@ def test_no_evidence_on_held_out_bags_falls_back_to_the_training_rule(told):
     m = type("T", (_Told,), {"told": staticmethod(told)})().fit(bags)
     own = m.decision_function(bags)
     assert m.decision_rule_ == "training" and m.fit_info_["decision_rule"] == "training"
-    assert m.threshold_ == balanced_threshold(own, bags.y)[0]
+    assert m.threshold_ == shrunk_threshold(own, bags.y)[0]
     np.testing.assert_array_equal(m.threshold_scores_, own)
     kept = type("T", (_Told,), {})().fit(bags)                 # held-out scores that do rank: kept
     assert kept.decision_rule_ == "inner-cv"
@@ -231,7 +272,7 @@ def test_auto_C_closes_the_mi_svm_gap_on_the_base_regime():
     auto = [rb.run_fold("mi-svm-heuristic", data, 3, f) for f in range(3)]
     one = [rb.run_fold("mi-svm-heuristic", data, 3, f, do_tune=False, params={"C": 1.0}) for f in range(3)]
     ba, tuned, ba_one = (np.mean([r[k] for r in rows]) for rows, k in ((auto, "ba"), (auto, "ba_tuned"), (one, "ba")))
-    assert ba_one <= 0.6 < 0.7 <= ba                      # C = 1 overfits these bags; 'auto' does not
+    assert ba_one + 0.1 <= ba and 0.7 <= ba              # C = 1 overfits these bags; 'auto' does not
     assert ba >= tuned - 0.03                             # within 3 points of nested-CV tuning
 
 

@@ -133,8 +133,15 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
     :data:`milopt.params.THRESHOLD`): ``'zero'`` keeps the model's own rule, score > 0 (the
     margin of an SVM, log-odds 0 = probability ½ for VGPMIL); a number ``t`` predicts
     score > ``t``; ``'auto'`` (default) chooses ``threshold_`` on the training bags by the
-    method's :attr:`threshold_rule`, with :func:`milopt.metrics.balanced_threshold` (the
-    threshold that maximises bag balanced accuracy, 0 kept when nothing does better):
+    method's :attr:`threshold_rule`, with :func:`milopt.metrics.shrunk_threshold`: the
+    threshold that maximises bag balanced accuracy (:func:`milopt.metrics.balanced_threshold`,
+    0 kept when nothing does better) clipped into the interval between the median scores of the
+    negative and the positive bags, and the midpoint of these medians when the scores do not
+    rank the bags above chance beyond noise (one-sided 5 % test on their AUC).  The maximiser
+    alone is the noise of a few bags when the scores carry little signal: with 20 training bags
+    whose held-out scores rank at chance it can lie below all but a few of them and call every
+    new bag positive (30 bags with 364 features, ``benchmarks/robustness.py``), where the middle
+    of the classes does not (``threshold_how_``: ``'best'``, ``'clipped'`` or ``'midpoint'``):
 
     * ``'inner-cv'`` -- on out-of-fold bag scores: the training bags are split into
       :attr:`threshold_folds` stratified folds (seeded with ``random_state``), the method
@@ -168,7 +175,9 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
 
     ``decision_function`` does not depend on the rule (AUC is unchanged); ``decision_rule_``
     names the rule used (``'inner-cv'``, ``'training'``, ``'zero'``, ``'fixed'``, or ``'argmax'``
-    for K > 2 classes), ``threshold_scores_`` holds the bag scores an ``auto`` rule chose on,
+    for K > 2 classes), ``threshold_scores_`` holds the bag scores an ``auto`` rule chose on
+    (``inner_scores_``: the pooled held-out scores of the ``'inner-cv'`` rule, also when it fell
+    back to the training rule; None for the ``'training'`` rule),
     and ``fit_info_`` holds ``decision_rule`` and ``threshold`` (``milopt fit --json`` reports
     them per fit).  Tuning
     a threshold on held-out scores is the approach of scikit-learn's
@@ -310,7 +319,7 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
     def _choose_threshold(self, bags: Bags, inner=None) -> None:
         """Set ``threshold_`` and ``decision_rule_`` from ``threshold`` (see the class docstring);
         ``inner``: the inner models' scores already fitted by :meth:`_choose_C`."""
-        from milopt.metrics import balanced_threshold
+        from milopt.metrics import shrunk_threshold
         from milopt.params import THRESHOLD
 
         spec = THRESHOLD.parse(getattr(self, "threshold", "auto"), "threshold")
@@ -323,13 +332,12 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         else:
             rule, own = self._auto_rule(), np.asarray(self.decision_function(bags), dtype=float).ravel()
             scores = self._out_of_fold_scores(bags, own, inner) if rule == "inner-cv" else None
-            if scores is not None:
-                t = balanced_threshold(scores, bags.y)[0]
-                if not _ranks(scores, bags.y):
-                    scores = None                      # no evidence on held-out bags: the training rule
+            self.inner_scores_ = scores
+            if scores is not None and not _ranks(scores, bags.y):
+                scores = None                          # no evidence on held-out bags: the training rule
             if scores is None:
                 rule, scores = "training", own
-                t = balanced_threshold(scores, bags.y)[0]
+            t, self.threshold_how_ = shrunk_threshold(scores, bags.y)
             self.threshold_scores_ = np.asarray(scores, dtype=float)
         self.threshold_ = t
         self.decision_rule_ = rule
