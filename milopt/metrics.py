@@ -81,6 +81,24 @@ def degenerate(pred, scores=None, classes=None, unit: str = "bag") -> str | None
     return f"every {unit} predicted {name} ({n} {unit}s)"
 
 
+def _scored(scores, y):
+    """The finite ``scores`` with their labels ``y`` (0/1), and the numbers of positive and
+    negative bags among them."""
+    s = np.asarray(scores, dtype=float).ravel()
+    y = np.asarray(y).ravel().astype(int)
+    ok = np.isfinite(s)
+    s, y = s[ok], y[ok]
+    return s, y, int(np.sum(y == 1)), int(np.sum(y == 0))
+
+
+def _chance_margin(P: int, N: int) -> float:
+    r""":math:`1.645\,\sigma_0`: how far the bag AUC of :math:`P` positive and :math:`N` negative
+    bags must lie from ½ to differ from chance by the one-sided 5 % test of the Mann-Whitney
+    statistic, whose standard deviation under "no ranking" is
+    :math:`\sigma_0 = \sqrt{(P + N + 1)/(12 P N)}`."""
+    return 1.645 * float(np.sqrt((P + N + 1) / (12.0 * P * N)))
+
+
 def balanced_threshold(scores, y, natural: float = 0.0) -> tuple[float, float]:
     r"""The bag threshold :math:`t` that maximises the balanced accuracy of the rule
     "positive when score > t" on ``scores`` with labels ``y`` (0/1); returns ``(t, balanced accuracy)``.
@@ -92,11 +110,7 @@ def balanced_threshold(scores, y, natural: float = 0.0) -> tuple[float, float]:
     evaluated for all candidates at once from cumulative counts over the sorted scores.  Ties:
     ``natural`` is kept when it reaches the maximum (the model's own rule is changed only when
     another threshold does strictly better), else the maximiser nearest to ``natural``."""
-    s = np.asarray(scores, dtype=float).ravel()
-    y = np.asarray(y).ravel().astype(int)
-    ok = np.isfinite(s)
-    s, y = s[ok], y[ok]
-    P, N = int(np.sum(y == 1)), int(np.sum(y == 0))
+    s, y, P, N = _scored(scores, y)
     if P == 0 or N == 0:
         return float(natural), float("nan")
     u = np.unique(s)
@@ -141,18 +155,11 @@ def shrunk_threshold(scores, y, natural: float = 0.0) -> tuple[float, str]:
     Shrinking a noisy maximiser toward a stable one is the reasoning of regularised
     estimators; the equal-variance normal model, whose balanced-accuracy optimum is the
     midpoint of the class centres, is the limit the clip moves toward."""
-    from scipy.stats import rankdata
-
-    s = np.asarray(scores, dtype=float).ravel()
-    y = np.asarray(y).ravel().astype(int)
-    ok = np.isfinite(s)
-    s, y = s[ok], y[ok]
-    P, N = int(np.sum(y == 1)), int(np.sum(y == 0))
+    s, y, P, N = _scored(scores, y)
     if P == 0 or N == 0:
         return float(natural), "best"
     m0, m1 = float(np.median(s[y == 0])), float(np.median(s[y == 1]))
-    auc = (rankdata(s)[y == 1].sum() - P * (P + 1) / 2.0) / (P * N)
-    if not (m1 > m0 and auc > 0.5 + 1.645 * np.sqrt((P + N + 1) / (12.0 * P * N))):
+    if not (m1 > m0 and _auc(y, s) > 0.5 + _chance_margin(P, N)):
         return 0.5 * (m0 + m1), "midpoint"
     t = balanced_threshold(s, y, natural)[0]
     if m0 <= t <= m1:

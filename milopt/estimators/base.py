@@ -116,10 +116,10 @@ def _ranks(scores, y) -> bool:
     statistic, whose standard deviation under "no ranking" is
     :math:`\sigma_0 = \sqrt{(P + N + 1)/(12 P N)}` for :math:`P` positive and :math:`N`
     negative bags."""
-    from sklearn.metrics import roc_auc_score
+    from milopt.metrics import _auc, _chance_margin
 
     P, N = int(np.sum(y == 1)), int(np.sum(y == 0))
-    return bool(roc_auc_score(y, scores) >= 0.5 - 1.645 * np.sqrt((P + N + 1) / (12.0 * P * N)))
+    return bool(_auc(y, scores) >= 0.5 - _chance_margin(P, N))
 
 
 class MILClassifier(ClassifierMixin, BaseEstimator):

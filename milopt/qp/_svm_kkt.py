@@ -168,24 +168,34 @@ def _reduced_system(Q, R, free, piv, red, pv, sg, y, c):
 
 
 @njit(cache=True)
+def _cholesky_rows(A, L, n, scale):
+    """The Cholesky factor of A's leading n × n block into L's lower triangle (L may be A itself:
+    in place); False when a pivot is at most 1e-12 of ``scale`` of its row (not numerically
+    positive definite)."""
+    for j in range(n):
+        for i in range(j + 1):
+            acc = A[j, i]
+            for k in range(i):
+                acc -= L[j, k] * L[i, k]
+            if i == j:
+                if not acc > 1e-12 * scale[j]:
+                    return False
+                L[j, j] = np.sqrt(acc)
+            else:
+                L[j, i] = acc / L[i, i]
+    return True
+
+
+@njit(cache=True)
 def _cholesky(H, Q, R, red, pv):
     """H = L Lᵀ in place (lower triangle); False when a pivot is at most 1e-12 of the diagonal
     entries of Q its row combines (not numerically positive definite)."""
     r = red.size
+    scale = np.empty(r)
     for j in range(r):
-        for i in range(j + 1):
-            acc = H[j, i]
-            for k in range(i):
-                acc -= H[j, k] * H[i, k]
-            if i == j:
-                a, p = red[j], pv[j]
-                scale = Q[R[a], R[a]] + (Q[R[p], R[p]] if p >= 0 else 0.0)
-                if not acc > 1e-12 * scale:
-                    return False
-                H[j, j] = np.sqrt(acc)
-            else:
-                H[j, i] = acc / H[i, i]
-    return True
+        a, p = red[j], pv[j]
+        scale[j] = Q[R[a], R[a]] + (Q[R[p], R[p]] if p >= 0 else 0.0)
+    return _cholesky_rows(H, H, r, scale)
 
 
 @njit(cache=True)
@@ -198,17 +208,11 @@ def _kkt_solve(M, rhs, f):
     m = rhs.size
     p = m - f
     L = np.empty((f, f))
+    scale = np.empty(f)
     for i in range(f):
-        for j in range(i + 1):
-            acc = M[i, j]
-            for k in range(j):
-                acc -= L[i, k] * L[j, k]
-            if i == j:
-                if not acc > 1e-12 * M[i, i]:      # (numerically) not positive definite
-                    return _lu_solve(M, rhs, 0.0)
-                L[i, i] = np.sqrt(acc)
-            else:
-                L[i, j] = acc / L[j, j]
+        scale[i] = M[i, i]
+    if not _cholesky_rows(M, L, f, scale):      # (numerically) not positive definite
+        return _lu_solve(M, rhs, 0.0)
     # W = L⁻¹C and t = L⁻¹r₁ (forward substitution, C and r₁ side by side)
     W = np.empty((f, p + 1))
     for i in range(f):

@@ -279,6 +279,13 @@ def project_columns(aE, dT, yE, grow, capg, gpos, yc, capc, I, TI, J, TJ, BT):
 
 
 @_jit
+def _keep_best(best, r, D):
+    """``best[r] = max(best[r], D)`` for a finite D: the best bound of output slot r."""
+    if np.isfinite(D) and D > best[r]:
+        best[r] = D
+
+
+@_jit
 def finish_gram(BT, KB, KEcT, kdiag, I, J, bI, bJ, kIJ, total, nout):
     r"""Best D over the trial points of each output slot (column p belongs to slot p mod
     ``nout``): D = Σα − ½ q with q = bᵀK_EE b + 2b_I K_EIᵀb + b_I²K_II (+ the J terms and
@@ -300,10 +307,7 @@ def finish_gram(BT, KB, KEcT, kdiag, I, J, bI, bJ, kIJ, total, nout):
             for e in range(E):
                 cJ += KEcT[j, e] * BT[p, e]
             q += bJ[p] * (2.0 * cJ + bJ[p] * kdiag[j]) + 2.0 * bI[p] * bJ[p] * kIJ[p % nout]
-        D = total[p] - 0.5 * q
-        r = p % nout
-        if np.isfinite(D) and D > best[r]:
-            best[r] = D
+        _keep_best(best, p % nout, total[p] - 0.5 * q)
     return best
 
 
@@ -326,10 +330,7 @@ def finish_features(ZT, xc, I, J, bI, bJ, total, nout):
             for k in range(d):
                 z = ZT[p, k] + bI[p] * xc[i, k]
                 q += z * z
-        D = total[p] - 0.5 * q
-        r = p % nout
-        if np.isfinite(D) and D > best[r]:
-            best[r] = D
+        _keep_best(best, p % nout, total[p] - 0.5 * q)
     return best
 
 
