@@ -12,7 +12,8 @@ stratified K-fold over bags (features standardised with the training folds' stat
 * ``one_class`` -- folds whose held-out bags were all predicted one class, and ``bad_one_class``
   those among them with a bag AUC >= 0.75 (a model that ranks the bags well but calls every
   bag one class: the failure the decision rule has to prevent);
-* ``ba_tuned`` -- nested CV: on the training bags of the fold, an inner stratified 3-fold over
+* ``ba_tuned`` -- nested CV: on the training bags of the fold, an inner stratified 3-fold
+  (each inner fold standardised on its own training part, as ``milopt fit --tune`` does) over
   a small grid of the method's main key (``GRIDS``, the default among the values); each grid
   point is scored by the best balanced accuracy reachable on its inner out-of-fold bag scores,
   the best point is refitted on the whole training fold with the method's decision rule
@@ -120,7 +121,7 @@ def tune(method, Btr, grid, seed=0, folds=3):
     from sklearn.model_selection import StratifiedKFold
 
     from milopt.estimators.registry import get_method
-    from milopt.metrics import balanced_threshold
+    from milopt.metrics import balanced_threshold, standardize
 
     spec = get_method(method)
     key, values = next(iter(grid.items()))
@@ -130,8 +131,11 @@ def tune(method, Btr, grid, seed=0, folds=3):
     for v in values:
         oof = np.empty(Btr.n_bags)
         for tr, te in skf.split(np.zeros(Btr.n_bags), Btr.y):
-            est = spec.make({key: v, "threshold": "zero"}, seed).fit(Btr.subset(tr))
-            oof[te] = _scores(est, Btr.subset(te))
+            Bi, Bo = Btr.subset(tr), Btr.subset(te)
+            if spec.scale:                             # each inner fold standardised on its own training part
+                Bi, Bo = standardize(Bi, Bo)
+            est = spec.make({key: v, "threshold": "zero"}, seed).fit(Bi)
+            oof[te] = _scores(est, Bo)
         t, ba = balanced_threshold(oof, Btr.y)
         if ba > best[0] + 1e-12:
             best = (ba, {key: v}, t)

@@ -4,7 +4,7 @@ Only numpy at import time (scikit-learn is imported inside :func:`sil_start`), s
 builder, a native algorithm and an estimator compute the same quantity with the same code.
 
 * :func:`standardize_stats` / :func:`standardize`: feature standardisation with training
-  statistics (the scaling ``milopt fit`` applies per training fold, ``milopt solve`` /
+  statistics (:func:`is_standardized`: whether bags already are, by their own statistics) (the scaling ``milopt fit`` applies per training fold, ``milopt solve`` /
   ``export`` on the whole data, and :class:`milopt.estimators.api.BagScaler` inside a pipeline).
 * :func:`bag_costs`, :func:`instance_cost`, :func:`slack_costs`, :func:`slack_structure`: the
   MI-SVM slack costs of Kent & Yu (eq. 5) / Andrews et al. (2002) and the slack groups of the
@@ -22,7 +22,7 @@ import numpy as np
 from milopt.errors import InvalidParameterError, positive_number
 from milopt.segments import segment_max
 
-__all__ = ["standardize", "standardize_stats", "bag_costs", "instance_cost", "bag_slacks", "slack_costs",
+__all__ = ["standardize", "standardize_stats", "is_standardized", "bag_costs", "instance_cost", "bag_slacks", "slack_costs",
            "slack_structure", "SLACKS", "objective_from_scores", "misvm_objective", "intercept_eq4",
            "best_intercept", "sil_start"]
 
@@ -37,6 +37,22 @@ def standardize_stats(X: np.ndarray):
     scale = np.sqrt(((X - mean) ** 2).mean(axis=0))
     tiny = scale < 10 * np.finfo(float).eps * np.maximum(1.0, np.abs(mean))
     return mean, np.where(tiny, 1.0, scale)
+
+
+def is_standardized(X, tol: float = 1e-6) -> bool:
+    """Whether the columns of ``X`` have mean 0 and scale 1 to ``tol`` by :func:`standardize_stats`
+    (a constant column counts: its scale is 1 by convention), i.e. whether ``X`` was standardised
+    with its own statistics, as :func:`standardize` leaves its training set.
+
+    The estimators' inner folds read it (:meth:`milopt.estimators.base.MILClassifier._inner_folds`):
+    bags standardised with their own statistics have had every bag, the held-out ones of an inner
+    fold included, in those statistics, and the inner fold then standardises its own training
+    part again, as the final model's training bags were."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[0] == 0:
+        return False
+    mean, scale = standardize_stats(X)
+    return bool(np.all(np.abs(mean) <= tol) and np.all(np.abs(scale - 1.0) <= tol))
 
 
 def standardize(train, *others):

@@ -147,7 +147,8 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
       :attr:`threshold_folds` stratified folds (seeded with ``random_state``), the method
       (with ``threshold='zero'``) is fitted on all but one fold and scores the held-out one,
       and the threshold is chosen on these scores; then the model fitted on all training bags
-      uses it.  Held-out scores, not training scores: a flexible model (an RBF SVM on
+      uses it (bags standardised with their own statistics are standardised again in each
+      inner fold, with its training part's: :meth:`_inner_folds`).  Held-out scores, not training scores: a flexible model (an RBF SVM on
       instances, a Gaussian process) scores its own training bags far apart, so a threshold
       chosen there says nothing about new bags, which is where the max rule shifts every score
       (in a new bag the largest of many unseen instance scores is the bag score).  Each inner
@@ -289,24 +290,21 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
 
         from sklearn.base import clone
         from sklearn.metrics import balanced_accuracy_score
-        from sklearn.model_selection import StratifiedKFold
 
         from milopt.errors import MiloptError
         from milopt.params import AUTO_C_GRID
 
         self.C_, scores = 1.0, {}
-        k = int(min(self.threshold_folds, np.unique(bags.y, return_counts=True)[1].min()))
-        if k >= 2:
-            seed = getattr(self, "random_state", 0)
-            skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=0 if seed is None else int(seed))
+        folds = self._inner_folds(bags)
+        if folds:
             for v in AUTO_C_GRID:
                 pred = np.empty(bags.n_bags, dtype=np.asarray(bags.y).dtype)
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore", DegenerateModelWarning)
-                        for tr, te in skf.split(np.zeros(bags.n_bags), bags.y):
-                            inner = clone(self).set_params(C=float(v)).fit(bags.subset(tr))
-                            pred[te] = inner.predict(bags.subset(te))     # labels as in bags.y
+                        for te, Btr, Bte in folds:
+                            inner = clone(self).set_params(C=float(v)).fit(Btr)
+                            pred[te] = inner.predict(Bte)     # labels as in bags.y
                 except MiloptError:
                     continue
                 scores[float(v)] = float(balanced_accuracy_score(bags.y, pred))
@@ -362,29 +360,60 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
         import warnings
 
         from sklearn.base import clone
-        from sklearn.model_selection import StratifiedKFold
 
         from milopt.errors import MiloptError
 
-        k = int(min(self.threshold_folds, np.bincount(bags.y, minlength=2).min()))
-        if k < 2:
+        folds = self._inner_folds(bags)
+        if not folds:
             return None
-        seed = getattr(self, "random_state", 0)
-        skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=0 if seed is None else int(seed))
         parts = []
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DegenerateModelWarning)
-                for tr, te in skf.split(np.zeros(bags.n_bags), bags.y):
+                for te, Btr, Bte in folds:
                     inner = clone(self).set_params(**override)
                     inner.threshold = "zero"           # also for a plugin class without the argument
-                    Btr = bags.subset(tr)
                     inner.fit(Btr)
-                    s = np.asarray(inner.decision_function(bags.subset(te)), dtype=float).ravel()
+                    s = np.asarray(inner.decision_function(Bte), dtype=float).ravel()
                     parts.append((te, s, _class_means(inner.decision_function(Btr), Btr.y)))
         except MiloptError:
             return None
         return parts
+
+    def _inner_folds(self, bags: Bags) -> list:
+        r"""The inner folds of the ``'inner-cv'`` rule and of ``C='auto'``: :attr:`threshold_folds`
+        stratified folds of the training bags (fewer when a class has fewer bags; none below 2),
+        shuffled with ``random_state``, as ``(held-out bag indices, inner training bags, held-out
+        bags)``.
+
+        When the bags are standardised with their own statistics
+        (:func:`milopt.numerics.is_standardized`: what ``milopt fit`` and
+        :func:`milopt.metrics.cross_validate` do per training fold, and
+        :class:`~milopt.estimators.api.BagScaler` in a pipeline), each inner fold is standardised
+        again with the statistics of its own training part, so that an inner model meets its
+        held-out bags as the final model meets new ones: outside the statistics it was
+        trained under.  Without it the held-out bags were inside those statistics, and a model
+        that can memorise its training bags (30 bags with 364 features: every training bag at
+        ±1) scores them on another offset than new bags: pdMISVM's inner models scored
+        held-out negative bags 0.2--0.5 above the final model's new negative bags
+        (``benchmarks/robustness.py``, few-bags-many-features), and a cut among those scores
+        called every new bag negative."""
+        from sklearn.model_selection import StratifiedKFold
+
+        from milopt.numerics import is_standardized, standardize
+
+        counts = np.unique(bags.y, return_counts=True)[1]
+        k = int(min(self.threshold_folds, counts.min())) if counts.size >= 2 else 0
+        if k < 2:
+            return []
+        seed = getattr(self, "random_state", 0)
+        skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=0 if seed is None else int(seed))
+        again = is_standardized(bags.X)
+        out = []
+        for tr, te in skf.split(np.zeros(bags.n_bags), bags.y):
+            Btr, Bte = bags.subset(tr), bags.subset(te)
+            out.append((te, *(standardize(Btr, Bte) if again else (Btr, Bte))))
+        return out
 
     def _check_degenerate(self, bags: Bags) -> None:
         """Warn (:class:`~milopt.errors.DegenerateModelWarning`) when the fitted model predicts

@@ -304,7 +304,7 @@ class MISVMHeuristic(_KernelMIL):
     random_state : int
     """
 
-    param_spec = ParamSet(summary=_SUMMARY, slack=Choice("bag", ("instance", "bag")),
+    param_spec = ParamSet(C=AUTO_C, summary=_SUMMARY, slack=Choice("bag", ("instance", "bag")),
                           class_weight=Choice("balanced", _SLACK_COSTS, none=True), init=Choice("centroid", INITS),
                           solver=Choice("auto", SOLVERS))
 
@@ -335,7 +335,7 @@ class MISVMHeuristic(_KernelMIL):
             raise InvalidParameterError("MI-SVM: binary bag labels are required")
         t0 = time.perf_counter()
         K, X = self._prepare(bags)
-        C = self.C
+        C = self.C_
         if self.scale_C:
             C = C / float(_scale_count(bags, self.class_weight, self.slack))
         res = misvm_alternate(K, bags, C=C, class_weight=self.class_weight, slack=self.slack, init=self.init,
