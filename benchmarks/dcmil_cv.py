@@ -106,9 +106,9 @@ class FitCache:
                 self.data = json.load(fh)
         self.new = 0
 
-    def fit_scores(self, train: Bags, held: Bags, tr_ids, C, max_fev, train_acc=False):
+    def fit_scores(self, train: Bags, held: Bags, tr_ids, C, max_fev, train_acc=False, rescaled=False):
         key = (f"C={float(C)!r}|fev={max_fev}|" + ("" if self.theta == 0.7 else f"theta={self.theta!r}|")
-               + hashlib.sha1(np.asarray(tr_ids, np.int64).tobytes()).hexdigest()[:20])
+               + ("rescaled|" if rescaled else "") + hashlib.sha1(np.asarray(tr_ids, np.int64).tobytes()).hexdigest()[:20])
         hit = self.data.get(key)
         if hit is None:
             res = alg.dcpca(train, C=float(C), max_fev=max_fev, theta=self.theta, history=False)
@@ -134,17 +134,21 @@ class FitCache:
             os.replace(tmp, self.path)
 
 
-def inner_cv_cached(tr: Bags, te: Bags, tr_ids, cache: FitCache, folds, repeats, seed, max_fev="auto"):
+def inner_cv_cached(tr: Bags, te: Bags, tr_ids, cache: FitCache, folds, repeats, seed, max_fev="auto",
+                    scale="standard"):
     """The estimator's inner CV (``DCMILClassifier(inner_cv=True)``: the same splits, the mean held-out
     sign-rule accuracy over splits, ties to the smallest C) from cached fits, and the refit of every
-    C on the training fold with its test accuracy (the fixed-C figures with hindsight).  ``folds=0``:
+    C on the training fold with its test accuracy (the fixed-C figures with hindsight).  Each inner
+    fold is scaled again by ``scale`` with the statistics of its training part, as the training
+    fold was (for ``standard`` what the estimator does with standardised bags).  ``folds=0``:
     no inner CV (only the refits; the 'chosen' C is then the first of the grid)."""
     splits = inner_splits(tr.y, folds, repeats, seed) if folds != 0 else []
     acc = np.empty((len(C_GRID), len(splits)))
     for s_i, (itr, ite) in enumerate(splits):
-        Btr, Bte = tr.subset(itr), tr.subset(ite)
+        Btr, Bte = scale_fold(scale, tr.subset(itr), tr.subset(ite))
         for c_i, C in enumerate(C_GRID):
-            sc = np.asarray(cache.fit_scores(Btr, Bte, np.asarray(tr_ids)[itr], C, max_fev)["scores"])
+            sc = np.asarray(cache.fit_scores(Btr, Bte, np.asarray(tr_ids)[itr], C, max_fev,
+                                             rescaled=scale != "none")["scores"])
             acc[c_i, s_i] = np.mean((sc > 0).astype(int) == Bte.y)
     means = np.average(acc, axis=1) if splits else np.zeros(len(C_GRID))
     best = int(np.argmin(rankdata_min(-means)))
@@ -176,7 +180,7 @@ def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, d
             cache = FitCache(cache_dir, f"{name}-{scale}-fold{f}", theta)
             t0 = time.process_time()
             best, means, per_c = inner_cv_cached(tr, te, tr_ids, cache, inner_folds, inner_repeats,
-                                                 seed if inner_seed is None else inner_seed, max_fev)
+                                                 seed if inner_seed is None else inner_seed, max_fev, scale)
             h = per_c[best]
             r = {"C": h["C"], "test_acc": h["test_acc"], "train_acc": h["train_acc"], "nF": h["nF"],
                  "objective": h["f"], "criticality": h["crit"], "termination": h["stop"],

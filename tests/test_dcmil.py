@@ -435,3 +435,26 @@ def test_estimator_inner_cv_repeats_average_all_splits():
     assert est.C_ == grid[int(np.argmax(means))]
     loo = DCMILClassifier(inner_cv=True, C_grid=grid, inner_folds="loo", max_fev=50).fit(bags)
     assert loo.C_ in grid
+
+
+def test_estimator_inner_cv_standardises_each_inner_fold_of_standardised_bags():
+    """Bags standardised on themselves (as ``milopt fit`` gives a training fold): each inner fold
+    is standardised again on its training part before the fit it scores."""
+    from milopt.estimators.dcmil import DCMILClassifier, inner_splits
+    from milopt.numerics import standardize
+
+    bags = standardize(random_bags(23, n_bags=24, d=3, shift=2.5))
+    grid = [0.25, 4.0]
+    est = DCMILClassifier(inner_cv=True, C_grid=grid, inner_folds=3, inner_repeats=1, max_fev=100).fit(bags)
+    again, plain = [], []
+    for C in grid:
+        a, p = [], []
+        for tr, te in inner_splits(bags.y, 3, 1, 0):
+            Btr, Bte = standardize(bags.subset(tr), bags.subset(te))
+            a.append(DCMILClassifier(C=C, max_fev=100, threshold="zero").fit(Btr).score(Bte))
+            p.append(DCMILClassifier(C=C, max_fev=100, threshold="zero").fit(bags.subset(tr)).score(bags.subset(te)))
+        again.append(np.mean(a))
+        plain.append(np.mean(p))
+    assert np.allclose(est.cv_results_["mean_test_score"], again) and not np.allclose(again, plain)
+    refit = DCMILClassifier(C=est.C_, max_fev=100, threshold="zero").fit(bags)
+    np.testing.assert_allclose(est.coef_, refit.coef_)

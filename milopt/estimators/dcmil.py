@@ -71,7 +71,10 @@ class DCMILClassifier(MILClassifier):
         Choose C by an inner stratified K-fold cross-validation (bag accuracy) over ``C_grid``
         (``inner_repeats`` partitions into ``inner_folds`` folds) with scikit-learn's
         ``GridSearchCV`` on this estimator, then refit on all bags; among equally accurate values
-        the first of the grid wins (the smallest C of the paper's ascending grid).  With the features standardised and ``threshold=zero`` this is the
+        the first of the grid wins (the smallest C of the paper's ascending grid).  Bags
+        standardised with their own statistics (as ``milopt fit`` leaves each training fold) are
+        standardised again in each inner fold with its training part's statistics
+        (:func:`milopt.numerics.is_standardized`; the inner folds of the decision rule do the same).  With the features standardised and ``threshold=zero`` this is the
         MUSK1 protocol of docs/dcmil.md.
     C_grid : sequence of float or str, optional
         Default: the paper's {2^-7, ..., 2^7}; a string "0.5,1,2" is accepted (command line).
@@ -186,18 +189,23 @@ class DCMILClassifier(MILClassifier):
     def _fit_inner_cv(self, bags: Bags):
         from sklearn.base import clone
         from sklearn.model_selection import GridSearchCV
+        from sklearn.pipeline import Pipeline
+
+        from milopt.estimators.api import BagScaler
+        from milopt.numerics import is_standardized
 
         grid = [float(c) for c in (C_GRID if self.C_grid is None else self.C_grid)]   # declared: costs > 0
         if not grid:
             raise InvalidParameterError("C_grid: expected positive costs (e.g. 0.5,1,2), got none")
         splits = inner_splits(bags.y, self.inner_folds, self.inner_repeats, self.random_state)
         base = clone(self).set_params(inner_cv=False, threshold="zero")
+        model, key = base, "C"
+        if is_standardized(bags.X):        # each inner fold standardised again on its own training part
+            model, key = Pipeline([("scale", BagScaler()), ("model", base)]), "model__C"
         t0 = time.process_time()
-        gs = GridSearchCV(base, {"C": [float(c) for c in grid]},
-                          cv=splits,
-                          n_jobs=self.n_jobs, refit=True, error_score="raise")
+        gs = GridSearchCV(model, {key: grid}, cv=splits, n_jobs=self.n_jobs, refit=False, error_score="raise")
         gs.fit(bags, bags.y)
-        best = gs.best_estimator_
+        best = clone(base).set_params(C=grid[int(gs.best_index_)]).fit(bags)
         self.coef_, self.intercept_ = best.coef_, best.intercept_
         self.C_ = best.C_
         self.result_ = best.result_
