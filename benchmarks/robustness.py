@@ -35,6 +35,7 @@ Usage::
     python benchmarks/robustness.py --quick --repeats 3 --methods sil --rows rows.jsonl
     python benchmarks/robustness.py --quick --no-tune --set C=1 --methods sil   # a former default
     python benchmarks/robustness.py --table rows.jsonl --repeat 0              # one split's table
+    python benchmarks/robustness.py --table rows.jsonl --against rows_C1.jsonl # defaults against C=1 rows
     python benchmarks/robustness.py --rules rows.jsonl        # decision rules compared on the recorded scores
     python benchmarks/robustness.py --quick --repeats 3 --from-repeat 1 --rows rows.jsonl  # add splits 1, 2
 
@@ -281,6 +282,52 @@ def print_table(path, repeat=None) -> int:
     return 0
 
 
+def _cells(path) -> dict:
+    """{(regime, method): {(repeat, fold): row}} of a ``--rows`` file."""
+    import json
+
+    cells = {}
+    with open(path) as fh:
+        for row in map(json.loads, fh):
+            cells.setdefault((row["regime"], row["method"]), {})[(row.get("repeat", 0), row["fold"])] = row
+    return cells
+
+
+def print_against(path, other) -> int:
+    """The defaults of ``path`` against another setting's rows ``other`` (e.g. ``--no-tune --set
+    C=1``, a former default) on the same folds, per cell: both balanced accuracies and the tuned
+    one, the paired differences with the standard error of their mean, the C a ``C='auto'``
+    default chose, both AUCs and the one-class folds at a fold AUC >= 0.75 of each."""
+    from milopt.params import AUTO_C_GRID as AUTO_C_VALUES
+
+    mine, theirs = _cells(path), _cells(other)
+    print("| regime | method | BA | BA (other) | BA tuned | BA - other (s.e.) | tuned - BA (s.e.) | C chosen: "
+          + " / ".join(f"{c:g}" for c in AUTO_C_VALUES) + " | AUC / other | one-class at AUC >= 0.75 / other |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
+    means = []
+    for cell in sorted(set(mine) & set(theirs), key=lambda c: (list(REGIMES).index(c[0]), METHODS.index(c[1]))):
+        keys = sorted(set(mine[cell]) & set(theirs[cell]))
+        a, b = [mine[cell][k] for k in keys], [theirs[cell][k] for k in keys]
+
+        def m(rows, key):
+            return float(np.nanmean([r.get(key, np.nan) for r in rows]))
+
+        def diff(x, y):
+            d = np.asarray(x) - np.asarray(y)
+            return f"{d.mean():+.3f} ({d.std(ddof=1) / np.sqrt(d.size):.3f})" if d.size > 1 else f"{d.mean():+.3f}"
+
+        chosen = [r.get("chosen_C") for r in a]
+        means.append((m(a, "ba"), m(b, "ba")))
+        print(f"| {cell[0]} | {cell[1]} | {m(a, 'ba'):.3f} | {m(b, 'ba'):.3f} | {m(a, 'ba_tuned'):.3f} | "
+              f"{diff([r['ba'] for r in a], [r['ba'] for r in b])} | "
+              f"{diff([r.get('ba_tuned', np.nan) for r in a], [r['ba'] for r in a])} | "
+              f"{' / '.join(str(chosen.count(c)) for c in AUTO_C_VALUES)} | {m(a, 'auc'):.3f} / {m(b, 'auc'):.3f} | "
+              f"{sum(r['bad_one_class'] for r in a)} / {sum(r['bad_one_class'] for r in b)} |")
+    if means:
+        print(f"\n{len(means)} cells: mean BA {np.mean([x for x, _ in means]):.3f}, other {np.mean([y for _, y in means]):.3f}")
+    return 0
+
+
 def verdict(cells) -> str:
     """The targets over the cells: one-class folds at a good AUC; cells where tuned beats the
     defaults by more than 3 points, and those among them beyond noise (more than two standard
@@ -417,11 +464,13 @@ def main(argv=None):
     ap.add_argument("--rows", default=None, help="append every fold's row to this file (JSON lines) as it ends")
     ap.add_argument("--table", default=None, metavar="ROWS", help="print the table of a --rows file and stop")
     ap.add_argument("--repeat", type=int, default=None, help="with --table: only the rows of this split")
+    ap.add_argument("--against", default=None, metavar="ROWS",
+                    help="with --table: the defaults against another setting's rows on the same folds")
     ap.add_argument("--rules", default=None, metavar="ROWS",
                     help="compare decision rules on the bag scores recorded in a --rows file and stop")
     a = ap.parse_args(argv)
     if a.table:
-        return print_table(a.table, a.repeat)
+        return print_against(a.table, a.against) if a.against else print_table(a.table, a.repeat)
     if a.rules:
         return compare_rules(a.rules)
     k = a.folds or (3 if a.quick else 5)
