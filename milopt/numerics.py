@@ -44,7 +44,7 @@ def is_standardized(X, tol: float = 1e-6) -> bool:
     (a constant column counts: its scale is 1 by convention), i.e. whether ``X`` was standardised
     with its own statistics, as :func:`standardize` leaves its training set.
 
-    The estimators' inner folds read it (:meth:`milopt.estimators.base.MILClassifier._inner_folds`):
+    The estimators' inner folds read it (``milopt.estimators.base.MILClassifier._inner_folds``):
     bags standardised with their own statistics have had every bag, the held-out ones of an inner
     fold included, in those statistics, and the inner fold then standardises its own training
     part again, as the final model's training bags were."""
