@@ -4,8 +4,9 @@ Only numpy at import time (scikit-learn is imported inside :func:`sil_start`), s
 builder, a native algorithm and an estimator compute the same quantity with the same code.
 
 * :func:`standardize_stats` / :func:`standardize`: feature standardisation with training
-  statistics (:func:`is_standardized`: whether bags already are, by their own statistics) (the scaling ``milopt fit`` applies per training fold, ``milopt solve`` /
-  ``export`` on the whole data, and :class:`milopt.estimators.api.BagScaler` inside a pipeline).
+  statistics (the scaling ``milopt fit`` applies per training fold, ``milopt solve`` /
+  ``export`` on the whole data, and :class:`milopt.estimators.api.BagScaler` inside a pipeline);
+  :func:`is_standardized`: whether bags already are, by their own statistics.
 * :func:`bag_costs`, :func:`instance_cost`, :func:`slack_costs`, :func:`slack_structure`: the
   MI-SVM slack costs of Kent & Yu (eq. 5) / Andrews et al. (2002) and the slack groups of the
   effective-set dual;
@@ -22,8 +23,8 @@ import numpy as np
 from milopt.errors import InvalidParameterError, positive_number
 from milopt.segments import segment_max
 
-__all__ = ["standardize", "standardize_stats", "is_standardized", "bag_costs", "instance_cost", "bag_slacks", "slack_costs",
-           "slack_structure", "SLACKS", "objective_from_scores", "misvm_objective", "intercept_eq4",
+__all__ = ["standardize", "standardize_stats", "is_standardized", "bag_costs", "instance_cost", "bag_slacks",
+           "slack_costs", "slack_structure", "SLACKS", "objective_from_scores", "misvm_objective", "intercept_eq4",
            "best_intercept", "sil_start"]
 
 # ----------------------------------------------------------------- scaling

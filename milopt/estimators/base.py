@@ -148,9 +148,10 @@ class MILClassifier(ClassifierMixin, BaseEstimator):
       (with ``threshold='zero'``) is fitted on all but one fold and scores the held-out one,
       and the threshold is chosen on these scores; then the model fitted on all training bags
       uses it (bags standardised with their own statistics are standardised again in each
-      inner fold, with its training part's: ``_inner_folds``).  Held-out scores, not training scores: a flexible model (an RBF SVM on
-      instances, a Gaussian process) scores its own training bags far apart, so a threshold
-      chosen there says nothing about new bags, which is where the max rule shifts every score
+      inner fold, with its training part's: ``_inner_folds``).  Held-out scores, not training
+      scores: a flexible model (an RBF SVM on instances, a Gaussian process) scores its own
+      training bags far apart, so a threshold chosen there says nothing about new bags, which
+      is where the max rule shifts every score
       (in a new bag the largest of many unseen instance scores is the bag score).  Each inner
       model's held-out scores are first put in the final model's scale: the affine map that
       sends the inner model's mean negative and mean positive training-bag scores onto the final

@@ -74,8 +74,9 @@ class DCMILClassifier(MILClassifier):
         the first of the grid wins (the smallest C of the paper's ascending grid).  Bags
         standardised with their own statistics (as ``milopt fit`` leaves each training fold) are
         standardised again in each inner fold with its training part's statistics
-        (:func:`milopt.numerics.is_standardized`; the inner folds of the decision rule do the same).  With the features standardised and ``threshold=zero`` this is the
-        MUSK1 protocol of docs/dcmil.md.
+        (:func:`milopt.numerics.is_standardized`; the inner folds of the decision rule do the
+        same).  With the features standardised and ``threshold=zero`` this is the MUSK1
+        protocol of docs/dcmil.md.
     C_grid : sequence of float or str, optional
         Default: the paper's {2^-7, ..., 2^7}; a string "0.5,1,2" is accepted (command line).
     inner_folds : int or 'loo'
