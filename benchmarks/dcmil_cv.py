@@ -151,19 +151,13 @@ def inner_cv_cached(tr: Bags, te: Bags, tr_ids, cache: FitCache, folds, repeats,
                                              rescaled=scale != "none")["scores"])
             acc[c_i, s_i] = np.mean((sc > 0).astype(int) == Bte.y)
     means = np.average(acc, axis=1) if splits else np.zeros(len(C_GRID))
-    best = int(np.argmin(rankdata_min(-means)))
+    best = int(np.argmax(means))                  # the first of the best: the smallest C
     per_c = []
     for C in C_GRID:
         h = cache.fit_scores(tr, te, tr_ids, C, max_fev, train_acc=True)
         per_c.append(dict(h, C=C, test_acc=float(np.mean((np.asarray(h["scores"]) > 0).astype(int) == te.y))))
     cache.save()
     return best, means, per_c
-
-
-def rankdata_min(a):
-    from scipy.stats import rankdata
-
-    return rankdata(a, method="min")
 
 
 def cross_validation(name, bags, folds, seed, inner_folds, skip, dca_inner_cv, dca_max_iter, dca_time_limit,

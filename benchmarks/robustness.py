@@ -265,14 +265,8 @@ def _se(c) -> str:
 def print_table(path, repeat=None) -> int:
     """The table of the fold rows in ``path`` (JSON lines of ``--rows``) and its verdict;
     ``repeat``: only the rows of that split."""
-    import json
-
-    cells = {}
-    with open(path) as fh:
-        for line in fh:
-            row = json.loads(line)
-            if repeat is None or row.get("repeat", 0) == repeat:
-                cells.setdefault((row["regime"], row["method"]), []).append(row)
+    cells = {c: [r for (q, _), r in rows.items() if repeat is None or q == repeat] for c, rows in _cells(path).items()}
+    cells = {c: rows for c, rows in cells.items() if rows}
     print(HEADER)
     order = sorted(cells, key=lambda c: (list(REGIMES).index(c[0]), METHODS.index(c[1])))
     out = [summarise(r, m, cells[(r, m)]) for r, m in order]
